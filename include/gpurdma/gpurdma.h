@@ -1,0 +1,179 @@
+/*
+ * gpurdma core C API.
+ *
+ * The only interface between the Open MPI shim (mca/coll/gpurdma) and the C++17
+ * core (libgpurdma). Nothing here depends on MPI: the caller supplies a bootstrap
+ * (allgather over the group) through callbacks, so the core can also be driven by a
+ * plain launcher.
+ */
+#ifndef GPURDMA_GPURDMA_H
+#define GPURDMA_GPURDMA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum gpurdma_status {
+    GPURDMA_OK = 0,
+    GPURDMA_ERR_UNSUPPORTED = 1, /* op/type/shape we do not handle: caller falls back */
+    GPURDMA_ERR_NO_RESOURCE = 2, /* set-up could not get memory, endpoints, ... */
+    GPURDMA_ERR_TRANSPORT = 3,   /* a transfer failed in the middle of a collective */
+    GPURDMA_ERR_TIMEOUT = 4,     /* a peer did not answer within the timeout */
+    GPURDMA_ERR_INVALID = 5,     /* bad argument */
+    GPURDMA_ERR_BROKEN = 6       /* communicator disabled by an earlier failure */
+} gpurdma_status_t;
+
+/* Element types. Each names a C layout, not an MPI handle: the shim maps handles. */
+typedef enum gpurdma_dtype {
+    GPURDMA_INT8 = 0,
+    GPURDMA_UINT8,
+    GPURDMA_INT16,
+    GPURDMA_UINT16,
+    GPURDMA_INT32,
+    GPURDMA_UINT32,
+    GPURDMA_INT64,
+    GPURDMA_UINT64,
+    GPURDMA_FLOAT,            /* float */
+    GPURDMA_DOUBLE,           /* double */
+    GPURDMA_LONG_DOUBLE,      /* long double (x87 80-bit in 16 bytes on x86-64) */
+    GPURDMA_BOOL,             /* C _Bool, 1 byte */
+    GPURDMA_BYTE,             /* MPI_BYTE: bitwise ops only */
+    GPURDMA_FLOAT_COMPLEX,    /* float _Complex */
+    GPURDMA_DOUBLE_COMPLEX,   /* double _Complex */
+    GPURDMA_LONG_DOUBLE_COMPLEX,
+    GPURDMA_FLOAT_INT,        /* struct { float v; int i; }        MAXLOC/MINLOC */
+    GPURDMA_DOUBLE_INT,       /* struct { double v; int i; } */
+    GPURDMA_LONG_INT,         /* struct { long v; int i; } */
+    GPURDMA_2INT,             /* struct { int v; int i; } */
+    GPURDMA_SHORT_INT,        /* struct { short v; int i; } */
+    GPURDMA_LONG_DOUBLE_INT,  /* struct { long double v; int i; } */
+    GPURDMA_DTYPE_COUNT
+} gpurdma_dtype_t;
+
+typedef enum gpurdma_op {
+    GPURDMA_SUM = 0,
+    GPURDMA_PROD,
+    GPURDMA_MIN,
+    GPURDMA_MAX,
+    GPURDMA_LAND,
+    GPURDMA_LOR,
+    GPURDMA_LXOR,
+    GPURDMA_BAND,
+    GPURDMA_BOR,
+    GPURDMA_BXOR,
+    GPURDMA_MAXLOC,
+    GPURDMA_MINLOC,
+    GPURDMA_OP_COUNT
+} gpurdma_op_t;
+
+/* Size in bytes of one element (the C sizeof of the layout). */
+size_t gpurdma_dtype_size(gpurdma_dtype_t dtype);
+
+/* Whether (op, dtype) is a combination the MPI standard defines and we implement. */
+int gpurdma_op_supported(gpurdma_op_t op, gpurdma_dtype_t dtype);
+
+const char *gpurdma_dtype_name(gpurdma_dtype_t dtype);
+const char *gpurdma_op_name(gpurdma_op_t op);
+const char *gpurdma_status_name(gpurdma_status_t status);
+
+/*
+ * dst[i] = a[i] OP b[i] for i < count. dst may alias a or b. The operand order is
+ * fixed (a is the lower-ranked contribution), which is how every rank computes
+ * bit-identical floating-point results.
+ */
+gpurdma_status_t gpurdma_reduce_local(gpurdma_op_t op, gpurdma_dtype_t dtype, void *dst,
+                                      const void *a, const void *b, size_t count);
+
+/* ---- bootstrap: supplied by the caller, used only at set-up ---- */
+
+/*
+ * Gather `bytes` from every member into recv (size * bytes, ordered by rank).
+ * Returns 0 on success. Every member calls it in the same order.
+ */
+typedef int (*gpurdma_allgather_fn_t)(const void *send, void *recv, size_t bytes, void *arg);
+
+typedef struct gpurdma_bootstrap {
+    gpurdma_allgather_fn_t allgather;
+    void *arg;
+} gpurdma_bootstrap_t;
+
+/* Messages the core wants the caller to print (verbose or errors). */
+typedef void (*gpurdma_log_fn_t)(int level, const char *message);
+
+/* ---- configuration (MCA parameters in the shim) ---- */
+typedef struct gpurdma_config {
+    int verbose;              /* 0 silent, 1 one line per communicator, 2+ per call */
+    size_t chunk_size;        /* pipeline chunk and landing-slot size, bytes */
+    int slots;                /* landing slots per peer channel (pipeline depth) */
+    size_t small_msg_max;     /* largest message for the latency (recursive-doubling) path */
+    double timeout_s;         /* longest wait on any peer before a collective fails */
+    const char *algorithm;    /* "auto", "ring" or "rd" (recursive doubling) */
+    const char *ucx_tls;      /* UCX transports for our own context ("" = UCX default) */
+    gpurdma_log_fn_t log;     /* may be NULL */
+} gpurdma_config_t;
+
+void gpurdma_config_default(gpurdma_config_t *config);
+
+/* ---- process context: one per process, shared by all communicators ---- */
+typedef struct gpurdma_context gpurdma_context_t;
+
+/* Starts UCX. Fails with GPURDMA_ERR_NO_RESOURCE (and a logged reason) if it cannot. */
+gpurdma_status_t gpurdma_context_create(const gpurdma_config_t *config,
+                                        gpurdma_context_t **context);
+void gpurdma_context_destroy(gpurdma_context_t *context);
+
+/* Drives the transport once; returns the number of events. Cheap when idle. */
+int gpurdma_context_progress(gpurdma_context_t *context);
+
+/* ---- communicator ---- */
+typedef struct gpurdma_comm gpurdma_comm_t;
+
+/*
+ * Describes the group. Only local facts: the bootstrap is used later, lazily, on the
+ * first collective (which every member enters), so creating a communicator costs
+ * nothing until it is used.
+ */
+typedef struct gpurdma_comm_params {
+    int rank;
+    int size;
+    gpurdma_bootstrap_t bootstrap;
+    const char *name;          /* for messages, e.g. "MPI_COMM_WORLD" or "cid 5" */
+} gpurdma_comm_params_t;
+
+gpurdma_status_t gpurdma_comm_create(gpurdma_context_t *context,
+                                     const gpurdma_comm_params_t *params,
+                                     gpurdma_comm_t **comm);
+void gpurdma_comm_destroy(gpurdma_comm_t *comm);
+
+/*
+ * Blocking allreduce of `count` elements. sendbuf == NULL means in place (the data is
+ * in recvbuf). Returns GPURDMA_ERR_UNSUPPORTED, before any communication and on every
+ * rank alike, for what the caller must hand to another implementation. Other errors
+ * leave a message retrievable with gpurdma_comm_last_error.
+ */
+gpurdma_status_t gpurdma_allreduce(gpurdma_comm_t *comm, const void *sendbuf, void *recvbuf,
+                                   size_t count, gpurdma_dtype_t dtype, gpurdma_op_t op);
+
+/* Text of the last failure on this communicator ("" if none). */
+const char *gpurdma_comm_last_error(const gpurdma_comm_t *comm);
+
+/* Counters, for tests and verbose output. */
+typedef struct gpurdma_comm_stats {
+    uint64_t calls;            /* allreduce calls completed */
+    uint64_t setups;           /* lazy set-ups done (1 after first use) */
+    uint64_t registrations;    /* memory registrations made for this communicator */
+    uint64_t bytes_put;        /* payload bytes written to peers */
+    uint64_t ring_calls;
+    uint64_t rd_calls;
+} gpurdma_comm_stats_t;
+
+void gpurdma_comm_get_stats(const gpurdma_comm_t *comm, gpurdma_comm_stats_t *stats);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* GPURDMA_GPURDMA_H */

@@ -1,0 +1,69 @@
+/*
+ * coll/gpurdma: the thin C shim between Open MPI's coll framework and the gpurdma
+ * core (include/gpurdma/gpurdma.h). No algorithm lives here: it maps MPI handles to
+ * the core's types, supplies the set-up bootstrap from the previous module's
+ * allgather, and hands anything the core declines to the previous allreduce.
+ */
+#ifndef MCA_COLL_GPURDMA_H
+#define MCA_COLL_GPURDMA_H
+
+#include "ompi_config.h"
+
+#include "mpi.h"
+#include "ompi/communicator/communicator.h"
+#include "ompi/mca/coll/coll.h"
+#include "opal/class/opal_object.h"
+
+#include "gpurdma/gpurdma.h"
+
+BEGIN_C_DECLS
+
+/* MCA parameters and process-wide state. */
+typedef struct mca_coll_gpurdma_globals {
+    int priority;
+    int verbose;
+    int output;                    /* opal_output stream */
+    gpurdma_context_t *context;    /* created on first use */
+    bool context_failed;           /* do not retry a context that could not start */
+    int live_modules;              /* the context outlives every module */
+    bool closing;
+} mca_coll_gpurdma_globals_t;
+
+extern mca_coll_gpurdma_globals_t mca_coll_gpurdma_globals;
+
+OMPI_MODULE_DECLSPEC extern const mca_coll_base_component_2_0_0_t mca_coll_gpurdma_component;
+
+typedef struct mca_coll_gpurdma_module {
+    mca_coll_base_module_t super;
+    struct ompi_communicator_t *comm;
+    gpurdma_comm_t *core;
+    /* The lower-priority functions we fall back to and bootstrap with, retained. */
+    mca_coll_base_module_allreduce_fn_t prev_allreduce;
+    mca_coll_base_module_t *prev_allreduce_module;
+    mca_coll_base_module_allgather_fn_t prev_allgather;
+    mca_coll_base_module_t *prev_allgather_module;
+    char name[96];
+} mca_coll_gpurdma_module_t;
+
+OBJ_CLASS_DECLARATION(mca_coll_gpurdma_module_t);
+
+int mca_coll_gpurdma_init_query(bool enable_progress_threads, bool enable_mpi_threads);
+mca_coll_base_module_t *mca_coll_gpurdma_comm_query(struct ompi_communicator_t *comm, int *priority);
+
+int mca_coll_gpurdma_allreduce(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
+                               struct ompi_op_t *op, struct ompi_communicator_t *comm,
+                               mca_coll_base_module_t *module);
+
+/* MPI handle -> core enum; false for anything the core does not take. */
+bool mca_coll_gpurdma_map_datatype(struct ompi_datatype_t *dtype, gpurdma_dtype_t *out);
+bool mca_coll_gpurdma_map_op(struct ompi_op_t *op, gpurdma_op_t *out);
+/* Checks once that MPI's predefined types have the layouts the core assumes. */
+bool mca_coll_gpurdma_check_layouts(void);
+
+/* Starts the core context if needed; false (with a verbose reason) if it cannot. */
+bool mca_coll_gpurdma_ensure_context(void);
+void mca_coll_gpurdma_release_context(void);
+
+END_C_DECLS
+
+#endif /* MCA_COLL_GPURDMA_H */

@@ -1,0 +1,139 @@
+/*
+ * Module: one per communicator. Saves the previous allreduce/allgather in enable,
+ * creates the core communicator (whose set-up runs lazily on the first call), and
+ * routes each MPI_Allreduce to the core or, when it declines, to the previous module.
+ */
+#include "coll_gpurdma.h"
+
+#include <limits.h>
+#include <stdio.h>
+
+#include "ompi/datatype/ompi_datatype.h"
+#include "opal/util/output.h"
+
+static void module_construct(mca_coll_gpurdma_module_t *m)
+{
+    m->comm = NULL;
+    m->core = NULL;
+    m->prev_allreduce = NULL;
+    m->prev_allreduce_module = NULL;
+    m->prev_allgather = NULL;
+    m->prev_allgather_module = NULL;
+    m->name[0] = '\0';
+    mca_coll_gpurdma_globals.live_modules++;
+}
+
+static void module_destruct(mca_coll_gpurdma_module_t *m)
+{
+    if (m->core) gpurdma_comm_destroy(m->core);
+    m->core = NULL;
+    if (m->prev_allreduce_module) OBJ_RELEASE(m->prev_allreduce_module);
+    if (m->prev_allgather_module) OBJ_RELEASE(m->prev_allgather_module);
+    m->prev_allreduce_module = NULL;
+    m->prev_allgather_module = NULL;
+    mca_coll_gpurdma_globals.live_modules--;
+    mca_coll_gpurdma_release_context();
+}
+
+OBJ_CLASS_INSTANCE(mca_coll_gpurdma_module_t, mca_coll_base_module_t, module_construct, module_destruct);
+
+/* The core's set-up bootstrap: the previous module's allgather over this communicator. */
+static int bootstrap_allgather(const void *send, void *recv, size_t bytes, void *arg)
+{
+    mca_coll_gpurdma_module_t *m = (mca_coll_gpurdma_module_t *)arg;
+    if (bytes > INT_MAX) return -1;
+    int rc = m->prev_allgather(send, (int)bytes, MPI_BYTE, recv, (int)bytes, MPI_BYTE, m->comm,
+                               m->prev_allgather_module);
+    return rc == OMPI_SUCCESS ? 0 : -1;
+}
+
+static int module_enable(mca_coll_base_module_t *module, struct ompi_communicator_t *comm)
+{
+    mca_coll_gpurdma_module_t *m = (mca_coll_gpurdma_module_t *)module;
+    /* enable() runs in ascending priority: c_coll holds the lower-priority winners. */
+    if (NULL == comm->c_coll->coll_allreduce_module || NULL == comm->c_coll->coll_allgather_module) {
+        opal_output(0, "coll:gpurdma: %s: no previous allreduce/allgather to fall back on; disabled",
+                    comm->c_name);
+        return OMPI_ERROR;
+    }
+    m->comm = comm;
+    m->prev_allreduce = comm->c_coll->coll_allreduce;
+    m->prev_allreduce_module = comm->c_coll->coll_allreduce_module;
+    OBJ_RETAIN(m->prev_allreduce_module);
+    m->prev_allgather = comm->c_coll->coll_allgather;
+    m->prev_allgather_module = comm->c_coll->coll_allgather_module;
+    OBJ_RETAIN(m->prev_allgather_module);
+
+    if (comm->c_name[0]) snprintf(m->name, sizeof m->name, "%s (cid %u)", comm->c_name, comm->c_contextid);
+    else snprintf(m->name, sizeof m->name, "communicator cid %u", comm->c_contextid);
+    gpurdma_comm_params_t params = {
+        .rank = ompi_comm_rank(comm),
+        .size = ompi_comm_size(comm),
+        .bootstrap = { .allgather = bootstrap_allgather, .arg = m },
+        .name = m->name,
+    };
+    if (GPURDMA_OK != gpurdma_comm_create(mca_coll_gpurdma_globals.context, &params, &m->core)) {
+        m->core = NULL;
+        return OMPI_ERROR;
+    }
+    return OMPI_SUCCESS;
+}
+
+mca_coll_base_module_t *mca_coll_gpurdma_comm_query(struct ompi_communicator_t *comm, int *priority)
+{
+    mca_coll_gpurdma_globals_t *g = &mca_coll_gpurdma_globals;
+    *priority = g->priority;
+    if (g->priority <= 0) return NULL;
+    if (OMPI_COMM_IS_INTER(comm) || ompi_comm_size(comm) < 2) return NULL;
+    if (ompi_mpi_thread_multiple) {
+        if (g->verbose >= 1)
+            opal_output(0, "coll:gpurdma: MPI_THREAD_MULTIPLE is not supported; declining %s", comm->c_name);
+        return NULL;
+    }
+    if (!mca_coll_gpurdma_check_layouts()) return NULL;
+    if (!mca_coll_gpurdma_ensure_context()) return NULL;
+
+    mca_coll_gpurdma_module_t *m = OBJ_NEW(mca_coll_gpurdma_module_t);
+    if (NULL == m) return NULL;
+    m->super.coll_module_enable = module_enable;
+    m->super.coll_allreduce = mca_coll_gpurdma_allreduce;
+    return &m->super;
+}
+
+static int fallback(mca_coll_gpurdma_module_t *m, const char *why, const void *sbuf, void *rbuf, int count,
+                    struct ompi_datatype_t *dtype, struct ompi_op_t *op)
+{
+    if (mca_coll_gpurdma_globals.verbose >= 2)
+        opal_output(0, "coll:gpurdma: %s: fallback to the previous allreduce (%s)", m->name, why);
+    return m->prev_allreduce(sbuf, rbuf, count, dtype, op, m->comm, m->prev_allreduce_module);
+}
+
+int mca_coll_gpurdma_allreduce(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
+                               struct ompi_op_t *op, struct ompi_communicator_t *comm,
+                               mca_coll_base_module_t *module)
+{
+    mca_coll_gpurdma_module_t *m = (mca_coll_gpurdma_module_t *)module;
+    (void)comm;
+    gpurdma_dtype_t gdt;
+    gpurdma_op_t gop;
+    if (!mca_coll_gpurdma_map_op(op, &gop))
+        return fallback(m, "user-defined or unsupported op", sbuf, rbuf, count, dtype, op);
+    if (!mca_coll_gpurdma_map_datatype(dtype, &gdt))
+        return fallback(m, "derived or unsupported datatype", sbuf, rbuf, count, dtype, op);
+    if (count < 0) return MPI_ERR_COUNT;
+    gpurdma_status_t st = gpurdma_allreduce(m->core, sbuf == MPI_IN_PLACE ? NULL : sbuf, rbuf,
+                                            (size_t)count, gdt, gop);
+    switch (st) {
+    case GPURDMA_OK:
+        return MPI_SUCCESS;
+    case GPURDMA_ERR_UNSUPPORTED:
+        return fallback(m, "op not defined for this datatype, or set-up declined", sbuf, rbuf, count, dtype,
+                        op);
+    case GPURDMA_ERR_BROKEN:
+        opal_output(0, "coll:gpurdma: %s", gpurdma_comm_last_error(m->core));
+        return MPI_ERR_OTHER;
+    default:
+        /* The core has printed the stage and peer; MPI's error handler decides what next. */
+        return MPI_ERR_OTHER;
+    }
+}

@@ -1,0 +1,101 @@
+// extern "C" entry points: argument checks, exception barrier, then the C++ objects.
+#include <new>
+#include <stdexcept>
+
+#include "core/comm.h"
+#include "core/context.h"
+#include "gpurdma/gpurdma.h"
+
+gpurdma_context::gpurdma_context(const gpurdma_config_t &c)
+    : config(c),
+      algorithm_text(c.algorithm ? c.algorithm : "auto"),
+      ucx_tls(c.ucx_tls ? c.ucx_tls : ""),
+      log(c.log, c.verbose)
+{
+    config.algorithm = algorithm_text.c_str();
+    config.ucx_tls = ucx_tls.c_str();
+    plan.chunk_size = config.chunk_size;
+    plan.small_msg_max = config.small_msg_max;
+    if (!gpurdma::plan::parse_algorithm(algorithm_text, &plan.algorithm))
+        throw std::invalid_argument("unknown algorithm '" + algorithm_text + "'");
+}
+
+extern "C" {
+
+gpurdma_status_t gpurdma_context_create(const gpurdma_config_t *config, gpurdma_context_t **out)
+{
+    if (!config || !out) return GPURDMA_ERR_INVALID;
+    *out = nullptr;
+    if (config->slots < 1 || config->chunk_size < 64 || config->timeout_s <= 0) return GPURDMA_ERR_INVALID;
+    gpurdma::Logger log(config->log, config->verbose);
+    try {
+        auto ctx = std::make_unique<gpurdma_context>(*config);
+        ctx->ucx = std::make_unique<gpurdma::transport::UcxContext>(ctx->ucx_tls);
+        *out = ctx.release();
+        return GPURDMA_OK;
+    } catch (const std::invalid_argument &e) {
+        log.log(0, "%s", e.what());
+        return GPURDMA_ERR_INVALID;
+    } catch (const std::exception &e) {
+        log.log(1, "cannot start UCX: %s", e.what());
+        return GPURDMA_ERR_NO_RESOURCE;
+    }
+}
+
+void gpurdma_context_destroy(gpurdma_context_t *context)
+{
+    delete context;
+}
+
+int gpurdma_context_progress(gpurdma_context_t *context)
+{
+    return context && context->ucx ? static_cast<int>(context->ucx->progress()) : 0;
+}
+
+gpurdma_status_t gpurdma_comm_create(gpurdma_context_t *context, const gpurdma_comm_params_t *params,
+                                     gpurdma_comm_t **out)
+{
+    if (!context || !params || !out || !params->bootstrap.allgather || params->size < 1 ||
+        params->rank < 0 || params->rank >= params->size)
+        return GPURDMA_ERR_INVALID;
+    try {
+        *out = new gpurdma_comm(context, *params);
+        return GPURDMA_OK;
+    } catch (const std::bad_alloc &) {
+        return GPURDMA_ERR_NO_RESOURCE;
+    }
+}
+
+void gpurdma_comm_destroy(gpurdma_comm_t *comm)
+{
+    delete comm;
+}
+
+gpurdma_status_t gpurdma_allreduce(gpurdma_comm_t *comm, const void *sendbuf, void *recvbuf, size_t count,
+                                   gpurdma_dtype_t dtype, gpurdma_op_t op)
+{
+    if (!comm || (count > 0 && !recvbuf)) return GPURDMA_ERR_INVALID;
+    if (static_cast<unsigned>(dtype) >= GPURDMA_DTYPE_COUNT || static_cast<unsigned>(op) >= GPURDMA_OP_COUNT)
+        return GPURDMA_ERR_UNSUPPORTED;
+    try {
+        return comm->allreduce(sendbuf, recvbuf, count, dtype, op);
+    } catch (const std::bad_alloc &) {
+        comm->last_error = comm->name + ": out of memory planning the allreduce";
+        return GPURDMA_ERR_NO_RESOURCE;
+    } catch (const std::exception &e) {
+        comm->last_error = comm->name + ": " + e.what();
+        return GPURDMA_ERR_TRANSPORT;
+    }
+}
+
+const char *gpurdma_comm_last_error(const gpurdma_comm_t *comm)
+{
+    return comm ? comm->last_error.c_str() : "";
+}
+
+void gpurdma_comm_get_stats(const gpurdma_comm_t *comm, gpurdma_comm_stats_t *stats)
+{
+    if (comm && stats) *stats = comm->stats;
+}
+
+}  // extern "C"

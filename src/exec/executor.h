@@ -1,0 +1,48 @@
+// Runs one rank's schedule over a PeerTransport as a resumable state machine:
+// advance() does all the work it can without waiting and returns. The real
+// communicator loops it with transport progress; the simulator interleaves many
+// ranks in one thread.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+#include "gpurdma/gpurdma.h"
+#include "plan/schedule.h"
+#include "transport/transport.h"
+
+namespace gpurdma::exec {
+
+enum class State { Running, Done, Failed };
+
+class Executor {
+public:
+    // sendbuf == nullptr means in place. The schedule must outlive the executor.
+    Executor(const plan::Schedule &schedule, transport::PeerTransport &transport,
+             gpurdma_op_t op, gpurdma_dtype_t dtype, const void *sendbuf, void *recvbuf);
+
+    // Executes steps until one must wait. Returns Done only when every step has run
+    // and no send still reads a user buffer.
+    State advance();
+
+    // Index of the step waited on, or steps.size() when done.
+    size_t position() const { return pc_; }
+    const plan::Step *current() const;
+    const std::string &error() const { return error_; }
+
+private:
+    const void *source(plan::Buf buf, size_t off) const;
+    void *destination(plan::Buf buf, size_t off) const;
+    bool run_step(const plan::Step &step, bool *failed);
+
+    const plan::Schedule &schedule_;
+    transport::PeerTransport &transport_;
+    gpurdma_op_t op_;
+    gpurdma_dtype_t dtype_;
+    const char *send_;
+    char *recv_;
+    size_t pc_ = 0;
+    std::string error_;
+};
+
+}  // namespace gpurdma::exec

@@ -1,0 +1,167 @@
+#include "exec/simulator.h"
+
+#include <deque>
+#include <map>
+#include <memory>
+#include <utility>
+
+#include "exec/executor.h"
+#include "reduce/reduce.h"
+#include "transport/transport.h"
+
+namespace gpurdma::exec {
+
+namespace {
+
+// All directed channels of the simulated group: FIFO of copied messages, at most
+// `slots` unconsumed per channel, as the landing slots allow on the real path.
+class Fabric {
+public:
+    explicit Fabric(int slots) : slots_(slots) {}
+
+    struct Channel {
+        std::deque<std::vector<char>> queue;
+        bool held = false;  // front returned by try_receive, not yet released
+    };
+
+    Channel &channel(int from, int to) { return channels_[{from, to}]; }
+    int slots() const { return slots_; }
+    size_t messages = 0;
+
+private:
+    int slots_;
+    std::map<std::pair<int, int>, Channel> channels_;
+};
+
+class SimTransport : public transport::PeerTransport {
+public:
+    SimTransport(Fabric &fabric, int rank, int size) : fabric_(fabric), rank_(rank), size_(size) {}
+
+    transport::Poll try_send(int peer, const void *src, size_t bytes) override
+    {
+        if (!valid(peer)) return transport::Poll::Failed;
+        auto &ch = fabric_.channel(rank_, peer);
+        if (static_cast<int>(ch.queue.size()) >= fabric_.slots()) return transport::Poll::WouldBlock;
+        const char *p = static_cast<const char *>(src);
+        ch.queue.emplace_back(p, p + bytes);
+        ++fabric_.messages;
+        return transport::Poll::Done;
+    }
+
+    const void *try_receive(int peer, size_t bytes) override
+    {
+        if (!valid(peer)) return nullptr;
+        auto &ch = fabric_.channel(peer, rank_);
+        if (ch.queue.empty()) return nullptr;
+        if (ch.queue.front().size() != bytes) {
+            error_ = "message size mismatch from rank " + std::to_string(peer) + ": expected " +
+                     std::to_string(bytes) + ", got " + std::to_string(ch.queue.front().size());
+            mismatch_ = true;
+            return nullptr;
+        }
+        ch.held = true;
+        return ch.queue.front().data();
+    }
+
+    void release(int peer) override
+    {
+        auto &ch = fabric_.channel(peer, rank_);
+        ch.held = false;
+        ch.queue.pop_front();
+    }
+
+    bool source_busy(const void *, size_t) override { return false; }
+    bool sends_pending() override { return false; }
+    const char *error() const override { return error_.c_str(); }
+    bool failed() const override { return mismatch_; }
+    bool mismatch() const { return mismatch_; }
+
+private:
+    bool valid(int peer)
+    {
+        if (peer >= 0 && peer < size_ && peer != rank_) return true;
+        error_ = "invalid peer " + std::to_string(peer);
+        mismatch_ = true;
+        return false;
+    }
+
+    Fabric &fabric_;
+    int rank_;
+    int size_;
+    std::string error_;
+    bool mismatch_ = false;
+};
+
+}  // namespace
+
+SimulationResult simulate(const std::vector<std::vector<char>> &inputs, size_t count,
+                          gpurdma_dtype_t dtype, gpurdma_op_t op, bool in_place,
+                          const plan::PlanParams &params, int slots)
+{
+    SimulationResult result;
+    const int size = static_cast<int>(inputs.size());
+    const size_t elem = reduce::dtype_size(dtype);
+    Fabric fabric(slots);
+    std::vector<plan::Schedule> schedules;
+    std::vector<std::unique_ptr<SimTransport>> transports;
+    std::vector<std::unique_ptr<Executor>> executors;
+    result.outputs.resize(size);
+    schedules.reserve(size);
+    for (int r = 0; r < size; ++r) {
+        schedules.push_back(plan::build(size, r, count, elem, in_place, params));
+        result.outputs[r].assign(count * elem, 0);
+        if (in_place) result.outputs[r] = inputs[r];
+    }
+    for (int r = 0; r < size; ++r) {
+        transports.push_back(std::make_unique<SimTransport>(fabric, r, size));
+        executors.push_back(std::make_unique<Executor>(schedules[r], *transports[r], op, dtype,
+                                                       in_place ? nullptr : inputs[r].data(),
+                                                       result.outputs[r].data()));
+    }
+    std::vector<bool> done(size, false);
+    int remaining = size;
+    while (remaining > 0) {
+        ++result.rounds;
+        bool moved = false;
+        for (int r = 0; r < size; ++r) {
+            if (done[r]) continue;
+            const size_t before = executors[r]->position();
+            const State st = executors[r]->advance();
+            if (st == State::Failed || transports[r]->mismatch()) {
+                result.error = "rank " + std::to_string(r) + ": " + transports[r]->error();
+                return result;
+            }
+            if (executors[r]->position() != before) moved = true;
+            if (st == State::Done) {
+                done[r] = true;
+                --remaining;
+                moved = true;
+            }
+        }
+        if (!moved) {
+            result.error = "deadlock: no rank can make progress";
+            for (int r = 0; r < size; ++r) {
+                if (done[r]) continue;
+                const plan::Step *s = executors[r]->current();
+                result.error += "; rank " + std::to_string(r) + " waits in " +
+                                plan::phase_name(s->phase) + " (" + plan::step_kind_name(s->kind) +
+                                " peer " + std::to_string(s->peer) + ")";
+                break;
+            }
+            return result;
+        }
+    }
+    // Every message sent must have been consumed.
+    for (int a = 0; a < size; ++a)
+        for (int b = 0; b < size; ++b)
+            if (a != b && !fabric.channel(a, b).queue.empty()) {
+                result.error = "unconsumed message from rank " + std::to_string(a) + " to " +
+                               std::to_string(b);
+                return result;
+            }
+    result.messages = fabric.messages;
+    result.ok = true;
+    return result;
+}
+
+}  // namespace gpurdma::exec

@@ -1,0 +1,29 @@
+// In-process execution of every rank's schedule on in-memory buffers, one thread,
+// with the same slot/credit rules as the real channels. Used by unit tests to check
+// schedules for shapes far larger than the machine.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "gpurdma/gpurdma.h"
+#include "plan/planner.h"
+
+namespace gpurdma::exec {
+
+struct SimulationResult {
+    bool ok = false;
+    std::string error;                      // deadlock or transport misuse
+    std::vector<std::vector<char>> outputs; // each rank's receive buffer
+    size_t rounds = 0;                      // scheduler rounds until done
+    size_t messages = 0;
+};
+
+// inputs[r] is rank r's send buffer (count * dtype size bytes). in_place runs every
+// rank with its input already in the receive buffer.
+SimulationResult simulate(const std::vector<std::vector<char>> &inputs, size_t count,
+                          gpurdma_dtype_t dtype, gpurdma_op_t op, bool in_place,
+                          const plan::PlanParams &params, int slots);
+
+}  // namespace gpurdma::exec

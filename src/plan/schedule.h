@@ -1,0 +1,52 @@
+// A schedule is the plan as data: the ordered steps one rank executes for one
+// allreduce shape. The same schedule runs on the real transports and in the
+// in-process simulator, which is how large shapes are checked on a small machine.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace gpurdma::plan {
+
+// Which user buffer a step addresses. In place, Send aliases Recv.
+enum class Buf : uint8_t { Send, Recv };
+
+enum class StepKind : uint8_t {
+    Copy,        // dst <- src, local
+    Send,        // put src bytes into the next landing slot of peer
+    RecvReduce,  // wait for the next message of peer; dst = combine(landed, local operand)
+    RecvCopy,    // wait for the next message of peer; dst <- landed
+};
+
+// Named stages for messages ("timeout in ring reduce-scatter waiting on rank 3").
+enum class Phase : uint8_t { Local, RingReduceScatter, RingAllgather, RdFoldIn, RdExchange, RdFoldOut };
+
+const char *phase_name(Phase phase);
+const char *step_kind_name(StepKind kind);
+
+struct Step {
+    StepKind kind;
+    Phase phase;
+    // RecvReduce only: true computes landed OP local, false computes local OP landed.
+    // Fixing the order per pair is what makes floating-point results bit-identical.
+    bool landed_first;
+    int peer;        // rank in the communicator, -1 for local steps
+    Buf dst_buf;     // Copy, RecvReduce, RecvCopy
+    Buf src_buf;     // Copy, Send; RecvReduce: the local operand
+    size_t dst_off;  // byte offsets into the user buffers
+    size_t src_off;
+    size_t bytes;
+};
+
+struct Schedule {
+    std::string algorithm;  // "ring", "recursive-doubling", "copy"
+    int rank = 0;
+    int size = 1;
+    size_t bytes = 0;        // message size
+    size_t elem_size = 1;    // bytes per element, for reductions
+    std::vector<Step> steps;
+};
+
+}  // namespace gpurdma::plan

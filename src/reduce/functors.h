@@ -1,0 +1,178 @@
+// One functor per MPI reduction op: f(a, b) returns a OP b, where a is the
+// lower-ranked contribution. The same functors run in host loops and CUDA kernels,
+// so they use only operators and <type_traits> (no std:: calls).
+//
+// Each result is a pure function of (a, b), so every rank computes the same bits.
+// Which (op, element type) pairs are valid is decided by the dispatcher
+// (reduce_host.cpp); a functor may compile for more types than MPI allows.
+#ifndef GPURDMA_REDUCE_FUNCTORS_H
+#define GPURDMA_REDUCE_FUNCTORS_H
+
+#include <type_traits>
+
+#include "reduce/element_types.h"
+
+#if defined(__CUDACC__)
+#define GPURDMA_HD __host__ __device__
+#else
+#define GPURDMA_HD
+#endif
+
+namespace gpurdma::reduce {
+
+namespace detail {
+
+// Integer SUM/PROD wrap modulo 2^bits (MPI never saturates). The arithmetic runs in
+// an unsigned type at least as wide as unsigned int: signed overflow is UB, and
+// narrower unsigned types would promote to (signed) int, where u16 * u16 overflows.
+// Converting the result back to a signed type is modular on every compiler we target.
+template <typename T>
+using wrap_t =
+    std::conditional_t<(sizeof(T) < sizeof(unsigned)), unsigned, std::make_unsigned_t<T>>;
+
+template <typename T>
+GPURDMA_HD inline bool sign_bit(T x) {
+#if defined(__CUDA_ARCH__)
+    return signbit(x);
+#else
+    return __builtin_signbit(x);  // type-generic in GCC >= 6 and Clang
+#endif
+}
+
+}  // namespace detail
+
+struct Sum {
+    template <typename T>
+    GPURDMA_HD T operator()(T a, T b) const {
+        if constexpr (std::is_integral_v<T>) {
+            using U = detail::wrap_t<T>;
+            return static_cast<T>(static_cast<U>(static_cast<U>(a) + static_cast<U>(b)));
+        } else {
+            return a + b;
+        }
+    }
+    template <typename T>
+    GPURDMA_HD Complex<T> operator()(Complex<T> a, Complex<T> b) const {
+        return {a.re + b.re, a.im + b.im};
+    }
+};
+
+struct Prod {
+    template <typename T>
+    GPURDMA_HD T operator()(T a, T b) const {
+        if constexpr (std::is_integral_v<T>) {
+            using U = detail::wrap_t<T>;
+            return static_cast<T>(static_cast<U>(static_cast<U>(a) * static_cast<U>(b)));
+        } else {
+            return a * b;
+        }
+    }
+    // The plain formula, not C's Annex G (no inf/NaN recovery): cheap, and
+    // identical on host and device.
+    template <typename T>
+    GPURDMA_HD Complex<T> operator()(Complex<T> a, Complex<T> b) const {
+        return {a.re * b.re - a.im * b.im, a.re * b.im + a.im * b.re};
+    }
+};
+
+// Floating MIN/MAX: MPI leaves NaN and signed zeros unspecified; we pin them down so
+// the result never depends on operand order or on the hardware min instruction:
+//  - if either operand is NaN the result is NaN: a if a is NaN, else b;
+//  - MIN(+0, -0) = MIN(-0, +0) = -0 and MAX(+0, -0) = MAX(-0, +0) = +0.
+// (`a != a` is the NaN test; it needs IEEE semantics, i.e. no -ffast-math.)
+struct Min {
+    template <typename T>
+    GPURDMA_HD T operator()(T a, T b) const {
+        if constexpr (std::is_floating_point_v<T>) {
+            if (a != a) return a;
+            if (b != b) return b;
+            if (a < b) return a;
+            if (b < a) return b;
+            return detail::sign_bit(a) ? a : b;  // equal: only zeros can differ
+        } else {
+            return b < a ? b : a;
+        }
+    }
+};
+
+struct Max {
+    template <typename T>
+    GPURDMA_HD T operator()(T a, T b) const {
+        if constexpr (std::is_floating_point_v<T>) {
+            if (a != a) return a;
+            if (b != b) return b;
+            if (a < b) return b;
+            if (b < a) return a;
+            return detail::sign_bit(a) ? b : a;
+        } else {
+            return a < b ? b : a;
+        }
+    }
+};
+
+// Logical ops: nonzero is true; the result is 1 or 0 in the element type.
+struct LAnd {
+    template <typename T>
+    GPURDMA_HD T operator()(T a, T b) const {
+        return static_cast<T>((a != 0) & (b != 0));
+    }
+};
+
+struct LOr {
+    template <typename T>
+    GPURDMA_HD T operator()(T a, T b) const {
+        return static_cast<T>((a != 0) | (b != 0));
+    }
+};
+
+struct LXor {
+    template <typename T>
+    GPURDMA_HD T operator()(T a, T b) const {
+        return static_cast<T>((a != 0) ^ (b != 0));
+    }
+};
+
+struct BAnd {
+    template <typename T>
+    GPURDMA_HD T operator()(T a, T b) const {
+        return static_cast<T>(a & b);
+    }
+};
+
+struct BOr {
+    template <typename T>
+    GPURDMA_HD T operator()(T a, T b) const {
+        return static_cast<T>(a | b);
+    }
+};
+
+struct BXor {
+    template <typename T>
+    GPURDMA_HD T operator()(T a, T b) const {
+        return static_cast<T>(a ^ b);
+    }
+};
+
+// MAXLOC/MINLOC: the larger (smaller) value wins; on equal values the smaller
+// index wins (MPI standard), so the result is symmetric in a and b.
+struct MaxLoc {
+    template <typename T>
+    GPURDMA_HD ValueIndex<T> operator()(ValueIndex<T> a, ValueIndex<T> b) const {
+        if (a.v > b.v) return a;
+        if (b.v > a.v) return b;
+        return b.i < a.i ? b : a;
+    }
+};
+
+struct MinLoc {
+    template <typename T>
+    GPURDMA_HD ValueIndex<T> operator()(ValueIndex<T> a, ValueIndex<T> b) const {
+        if (a.v < b.v) return a;
+        if (b.v < a.v) return b;
+        return b.i < a.i ? b : a;
+    }
+};
+
+}  // namespace gpurdma::reduce
+
+#endif  // GPURDMA_REDUCE_FUNCTORS_H

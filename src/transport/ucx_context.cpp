@@ -1,0 +1,118 @@
+#include "transport/ucx_context.h"
+
+#include <chrono>
+#include <stdexcept>
+#include <thread>
+
+namespace gpurdma::transport {
+
+namespace {
+
+std::runtime_error ucx_error(const char *what, ucs_status_t status)
+{
+    return std::runtime_error(std::string(what) + ": " + ucs_status_string(status));
+}
+
+}  // namespace
+
+UcxContext::UcxContext(const std::string &tls)
+{
+    ucp_config_t *config = nullptr;
+    ucs_status_t st = ucp_config_read(nullptr, nullptr, &config);
+    if (st != UCS_OK) throw ucx_error("ucp_config_read", st);
+    if (!tls.empty()) {
+        st = ucp_config_modify(config, "TLS", tls.c_str());
+        if (st != UCS_OK) {
+            ucp_config_release(config);
+            throw ucx_error(("UCX transports '" + tls + "'").c_str(), st);
+        }
+    }
+    ucp_params_t params{};
+    params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED;
+    params.features = UCP_FEATURE_RMA;
+    params.mt_workers_shared = 0;
+    st = ucp_init(&params, config, &context_);
+    ucp_config_release(config);
+    if (st != UCS_OK) throw ucx_error("ucp_init", st);
+
+    ucp_worker_params_t wparams{};
+    wparams.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
+    wparams.thread_mode = UCS_THREAD_MODE_SINGLE;
+    st = ucp_worker_create(context_, &wparams, &worker_);
+    if (st != UCS_OK) {
+        ucp_cleanup(context_);
+        throw ucx_error("ucp_worker_create", st);
+    }
+    ucp_address_t *addr = nullptr;
+    size_t len = 0;
+    st = ucp_worker_get_address(worker_, &addr, &len);
+    if (st != UCS_OK) {
+        ucp_worker_destroy(worker_);
+        ucp_cleanup(context_);
+        throw ucx_error("ucp_worker_get_address", st);
+    }
+    address_.assign(reinterpret_cast<const char *>(addr), len);
+    ucp_worker_release_address(worker_, addr);
+}
+
+UcxContext::~UcxContext()
+{
+    ucp_worker_destroy(worker_);
+    ucp_cleanup(context_);
+}
+
+std::shared_ptr<UcxEndpoint> UcxContext::endpoint(const std::string &address, std::string *error)
+{
+    auto it = endpoints_.find(address);
+    if (it != endpoints_.end()) {
+        if (auto ep = it->second.lock()) return ep;
+    }
+    ucp_ep_params_t params{};
+    params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
+    params.address = reinterpret_cast<const ucp_address_t *>(address.data());
+    ucp_ep_h ep = nullptr;
+    const ucs_status_t st = ucp_ep_create(worker_, &params, &ep);
+    if (st != UCS_OK) {
+        *error = std::string("ucp_ep_create: ") + ucs_status_string(st);
+        return nullptr;
+    }
+    auto shared = std::make_shared<UcxEndpoint>(*this, ep);
+    endpoints_[address] = shared;
+    // Drop stale cache entries so the map does not grow with dead weak pointers.
+    for (auto i = endpoints_.begin(); i != endpoints_.end();)
+        i = i->second.expired() ? endpoints_.erase(i) : std::next(i);
+    return shared;
+}
+
+ucs_status_t UcxContext::wait(ucs_status_ptr_t request, double timeout_s)
+{
+    if (request == nullptr) return UCS_OK;
+    if (UCS_PTR_IS_ERR(request)) return UCS_PTR_STATUS(request);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+    ucs_status_t st;
+    unsigned idle = 0;
+    while ((st = ucp_request_check_status(request)) == UCS_INPROGRESS) {
+        if (ucp_worker_progress(worker_) == 0 && ++idle % 64 == 0) {
+            if (std::chrono::steady_clock::now() > deadline) {
+                ucp_request_cancel(worker_, request);
+                ucp_request_free(request);
+                return UCS_ERR_TIMED_OUT;
+            }
+            std::this_thread::yield();
+        }
+    }
+    ucp_request_free(request);
+    return st;
+}
+
+UcxEndpoint::~UcxEndpoint()
+{
+    // Flush-close so the peer sees an orderly disconnect; bounded (the request is
+    // cancelled), so a vanished peer cannot hang MPI_Finalize or MPI_Comm_free.
+    ucp_request_param_t param{};
+    param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+    param.flags = 0;
+    context_.wait(ucp_ep_close_nbx(ep_, &param), 2.0);
+}
+
+}  // namespace gpurdma::transport

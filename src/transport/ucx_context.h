@@ -1,0 +1,58 @@
+// One UCX context and worker per process, shared by every communicator, with a
+// cache of endpoints keyed by the peer's worker address so that a peer met again
+// on a new communicator is not connected twice.
+#pragma once
+
+#include <ucp/api/ucp.h>
+
+#include <map>
+#include <memory>
+#include <string>
+
+namespace gpurdma::transport {
+
+class UcxEndpoint;
+
+class UcxContext {
+public:
+    // Throws std::runtime_error with UCX's reason when the context cannot start.
+    explicit UcxContext(const std::string &tls);
+    ~UcxContext();
+    UcxContext(const UcxContext &) = delete;
+    UcxContext &operator=(const UcxContext &) = delete;
+
+    ucp_context_h context() const { return context_; }
+    ucp_worker_h worker() const { return worker_; }
+    const std::string &address() const { return address_; }
+
+    // Returns events processed; cheap when there is nothing to do.
+    unsigned progress() { return ucp_worker_progress(worker_); }
+
+    // The endpoint to the worker at `address`, shared while anyone holds it.
+    std::shared_ptr<UcxEndpoint> endpoint(const std::string &address, std::string *error);
+
+    // Completes a request with progress, at most timeout_s; frees it. Returns its status
+    // (UCS_ERR_TIMED_OUT if it did not finish).
+    ucs_status_t wait(ucs_status_ptr_t request, double timeout_s);
+
+private:
+    ucp_context_h context_ = nullptr;
+    ucp_worker_h worker_ = nullptr;
+    std::string address_;
+    std::map<std::string, std::weak_ptr<UcxEndpoint>> endpoints_;
+};
+
+class UcxEndpoint {
+public:
+    UcxEndpoint(UcxContext &context, ucp_ep_h ep) : context_(context), ep_(ep) {}
+    ~UcxEndpoint();
+    UcxEndpoint(const UcxEndpoint &) = delete;
+    UcxEndpoint &operator=(const UcxEndpoint &) = delete;
+    ucp_ep_h get() const { return ep_; }
+
+private:
+    UcxContext &context_;
+    ucp_ep_h ep_;
+};
+
+}  // namespace gpurdma::transport

@@ -1,0 +1,48 @@
+// Memory other processes write into: allocated and registered through UCX once, so
+// that shared-memory transports can map it and RDMA NICs can write it.
+#pragma once
+
+#include <ucp/api/ucp.h>
+
+#include <cstddef>
+#include <string>
+
+namespace gpurdma::transport {
+
+class RegisteredRegion {
+public:
+    // Allocates and registers `length` bytes. Throws std::runtime_error on failure.
+    RegisteredRegion(ucp_context_h context, size_t length);
+    ~RegisteredRegion();
+    RegisteredRegion(const RegisteredRegion &) = delete;
+    RegisteredRegion &operator=(const RegisteredRegion &) = delete;
+
+    char *base() const { return base_; }
+    size_t length() const { return length_; }
+    const std::string &packed_key() const { return packed_key_; }
+
+private:
+    ucp_context_h context_;
+    ucp_mem_h memh_ = nullptr;
+    char *base_ = nullptr;
+    size_t length_ = 0;
+    std::string packed_key_;
+};
+
+// A peer's region as seen from here: its address and our unpacked key for it.
+class RemoteRegion {
+public:
+    RemoteRegion(ucp_ep_h ep, uint64_t base, const std::string &packed_key);
+    ~RemoteRegion();
+    RemoteRegion(const RemoteRegion &) = delete;
+    RemoteRegion &operator=(const RemoteRegion &) = delete;
+
+    ucp_rkey_h key() const { return rkey_; }
+    uint64_t base() const { return base_; }
+
+private:
+    ucp_rkey_h rkey_ = nullptr;
+    uint64_t base_;
+};
+
+}  // namespace gpurdma::transport

@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# MPI integration tests: real mpirun launches with coll/gpurdma on (and once off),
+# at 1, 2, 3, 4, 5 and 8 ranks (oversubscribed), over UCX's shared-memory and tcp
+# transports. Each run must pass its own checks AND show (verbose output) that
+# gpurdma really handled the calls, or fell back where it must.
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+build=${GPURDMA_BUILDDIR:-$(cd "$here/../.." && pwd)}
+pkglibdir=${OMPI_PKGLIBDIR:-$(ompi_info --parsable --path pkglibdir | sed 's/^path:pkglibdir://')}
+mpirun=${MPIRUN:-mpirun}
+bin=$build/tests/mpi
+log_dir=$(mktemp -d "${TMPDIR:-/tmp}/gpurdma-mpi-tests.XXXXXX")
+trap 'rm -rf "$log_dir"' EXIT
+
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export OMPI_MCA_mca_base_component_path="$pkglibdir:$build/component"
+common=(--oversubscribe --bind-to none --mca pml ob1 --mca btl self,vader,tcp)
+on=(--mca coll_gpurdma_priority 100 --mca coll_gpurdma_verbose 1)
+
+passed=0
+failed=0
+names=()
+
+# run NAME EXPECT TIMEOUT ENV... -- MPIRUN-ARGS...
+#   EXPECT: "used"     gpurdma set up a communicator and declined nothing
+#           "fallback" output must show the fallbacks named in FALLBACK_PATTERNS
+#           "off"      gpurdma must not appear
+run() {
+    local name=$1 expect=$2 limit=$3
+    shift 3
+    local envs=()
+    while [ "$1" != "--" ]; do envs+=("$1"); shift; done
+    shift
+    local out="$log_dir/$name.log"
+    local start=$SECONDS
+    env "${envs[@]}" timeout -k 10 "$limit" "$mpirun" "${common[@]}" "$@" >"$out" 2>&1
+    local rc=$?
+    local why=""
+    if [ $rc -ne 0 ]; then
+        why="exit code $rc"
+    else
+        case $expect in
+        used)
+            grep -q "coll:gpurdma: .*ranks on .*host" "$out" || why="no gpurdma set-up line: gpurdma was not used"
+            grep -q "declined" "$out" && why="gpurdma declined: $(grep -m1 declined "$out")"
+            ;;
+        fallback)
+            for pat in "${FALLBACK_PATTERNS[@]}"; do
+                grep -q "$pat" "$out" || why="missing fallback line matching '$pat'"
+            done
+            ;;
+        off)
+            grep -q "coll:gpurdma" "$out" && why="gpurdma printed output while off"
+            ;;
+        esac
+        grep -q "passed, 0 failed" "$out" || why="${why:-no 'passed, 0 failed' summary}"
+    fi
+    if [ -z "$why" ]; then
+        passed=$((passed + 1))
+        printf 'PASS %-40s %4ds  %s\n' "$name" $((SECONDS - start)) "$(grep -h 'passed,' "$out" | tail -1)"
+    else
+        failed=$((failed + 1))
+        names+=("$name")
+        printf 'FAIL %-40s %4ds  %s\n' "$name" $((SECONDS - start)) "$why"
+        sed 's/^/    | /' "$out" | tail -40
+    fi
+}
+
+for np in 1 2 3 4 5 8; do
+    args=()
+    [ "$np" -ge 5 ] && args=(--quick)
+    expect=used
+    [ "$np" -eq 1 ] && expect=off-or-self
+    if [ "$np" -eq 1 ]; then
+        # One rank: coll/self takes it (gpurdma declines size-1 communicators quietly).
+        run "allreduce np=1" none 120 -- -np 1 "${on[@]}" "$bin/allreduce_check"
+    else
+        run "allreduce np=$np shm" used 300 -- -np "$np" "${on[@]}" "$bin/allreduce_check" "${args[@]}"
+    fi
+done
+run "allreduce np=4 ucx tcp" used 300 UCX_TLS=tcp -- -np 4 "${on[@]}" "$bin/allreduce_check" --quick
+run "allreduce np=3 ucx posix+cma" used 300 UCX_TLS=posix,cma -- -np 3 "${on[@]}" "$bin/allreduce_check" --quick
+run "allreduce np=4 ring only, small chunks" used 300 -- -np 4 "${on[@]}" --mca coll_gpurdma_algorithm ring \
+    --mca coll_gpurdma_chunk_size 4096 --mca coll_gpurdma_slots 2 "$bin/allreduce_check" --quick
+run "allreduce np=5 rd only" used 300 -- -np 5 "${on[@]}" --mca coll_gpurdma_algorithm rd "$bin/allreduce_check" --quick
+run "allreduce np=4 component off" off 300 -- -np 4 --mca op ^avx "$bin/allreduce_check" --quick
+
+FALLBACK_PATTERNS=("fallback to the previous allreduce (user-defined" "fallback to the previous allreduce (derived")
+run "fallback np=4" fallback 300 -- -np 4 --mca coll_gpurdma_priority 100 --mca coll_gpurdma_verbose 2 "$bin/fallback_check"
+run "fallback np=3" fallback 300 -- -np 3 --mca coll_gpurdma_priority 100 --mca coll_gpurdma_verbose 2 "$bin/fallback_check"
+
+run "lifecycle np=4 (1000 dup/free)" used 600 -- -np 4 "${on[@]}" "$bin/lifecycle_check"
+run "lifecycle np=2 ucx tcp" used 600 UCX_TLS=tcp -- -np 2 "${on[@]}" "$bin/lifecycle_check" 300
+if [ "${GPURDMA_SKIP_LARGE:-0}" = 1 ]; then
+    echo "SKIP large (>2 GiB) test: GPURDMA_SKIP_LARGE=1"
+else
+    run "large >2GiB np=2" used 600 -- -np 2 "${on[@]}" "$bin/large_check"
+fi
+
+echo "mpi-tests: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]

@@ -1,0 +1,141 @@
+// Planner and neighbor sets: pure functions, checked without any transport.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+
+#include "plan/neighbors.h"
+#include "plan/planner.h"
+#include "transport/channel_layout.h"
+
+using namespace gpurdma::plan;
+
+TEST(Neighbors, SymmetricAndExcludeSelf)
+{
+    for (int n = 1; n <= 70; ++n) {
+        for (int r = 0; r < n; ++r) {
+            const auto mine = neighbors(n, r);
+            EXPECT_TRUE(std::is_sorted(mine.begin(), mine.end()));
+            for (int p : mine) {
+                ASSERT_NE(p, r);
+                ASSERT_GE(p, 0);
+                ASSERT_LT(p, n);
+                const auto theirs = neighbors(n, p);
+                EXPECT_TRUE(std::binary_search(theirs.begin(), theirs.end(), r)) << n << " " << r << " " << p;
+            }
+        }
+    }
+}
+
+TEST(Neighbors, PowerOfTwoFloor)
+{
+    EXPECT_EQ(power_of_two_floor(1), 1);
+    EXPECT_EQ(power_of_two_floor(2), 2);
+    EXPECT_EQ(power_of_two_floor(3), 2);
+    EXPECT_EQ(power_of_two_floor(8), 8);
+    EXPECT_EQ(power_of_two_floor(1000), 512);
+}
+
+TEST(Planner, ParseAlgorithm)
+{
+    Algorithm a;
+    EXPECT_TRUE(parse_algorithm("auto", &a));
+    EXPECT_EQ(a, Algorithm::Auto);
+    EXPECT_TRUE(parse_algorithm("ring", &a));
+    EXPECT_EQ(a, Algorithm::Ring);
+    EXPECT_TRUE(parse_algorithm("rd", &a));
+    EXPECT_EQ(a, Algorithm::RecursiveDoubling);
+    EXPECT_FALSE(parse_algorithm("tree", &a));
+    EXPECT_FALSE(parse_algorithm("RING ", &a));
+}
+
+TEST(Planner, ChoosesByMessageSize)
+{
+    PlanParams p;
+    p.chunk_size = 256 * 1024;
+    p.small_msg_max = 16 * 1024;
+    EXPECT_EQ(choose_algorithm(8, p), Algorithm::RecursiveDoubling);
+    EXPECT_EQ(choose_algorithm(16 * 1024, p), Algorithm::RecursiveDoubling);
+    EXPECT_EQ(choose_algorithm(16 * 1024 + 1, p), Algorithm::Ring);
+    p.algorithm = Algorithm::RecursiveDoubling;
+    // Forced recursive doubling still cannot exceed one landing slot.
+    EXPECT_EQ(choose_algorithm(p.chunk_size + 1, p), Algorithm::Ring);
+    p.algorithm = Algorithm::Ring;
+    EXPECT_EQ(choose_algorithm(8, p), Algorithm::Ring);
+}
+
+// Every message a rank sends to a peer is expected by that peer, in the same order
+// and with the same size: the property the transport's slot sequence relies on.
+static void expect_matched(int n, size_t count, size_t elem, const PlanParams &params)
+{
+    std::vector<Schedule> s;
+    for (int r = 0; r < n; ++r) s.push_back(build(n, r, count, elem, false, params));
+    std::map<std::pair<int, int>, std::vector<size_t>> sent, received;
+    for (int r = 0; r < n; ++r)
+        for (const auto &st : s[r].steps) {
+            if (st.kind == StepKind::Send) {
+                ASSERT_LE(st.bytes, params.chunk_size);
+                sent[{r, st.peer}].push_back(st.bytes);
+            } else if (st.kind == StepKind::RecvReduce || st.kind == StepKind::RecvCopy) {
+                received[{st.peer, r}].push_back(st.bytes);
+            }
+            if (st.peer >= 0) {
+                const auto nb = neighbors(n, r);
+                EXPECT_TRUE(std::binary_search(nb.begin(), nb.end(), st.peer));
+            }
+        }
+    EXPECT_EQ(sent, received) << "n=" << n << " count=" << count;
+}
+
+TEST(Planner, SendsMatchReceives)
+{
+    PlanParams p;
+    p.chunk_size = 256;
+    p.small_msg_max = 64;
+    for (int n : {2, 3, 4, 5, 7, 8, 12, 16})
+        for (size_t count : {1ul, 2ul, 3ul, 15ul, 16ul, 17ul, 64ul, 65ul, 1000ul})
+            for (size_t elem : {1ul, 4ul, 16ul}) expect_matched(n, count, elem, p);
+}
+
+TEST(Planner, RingPiecesAreWholeElementsWithinChunk)
+{
+    const Schedule s = build_ring(4, 1, 1001, 12, 100);
+    for (const auto &st : s.steps) {
+        EXPECT_EQ(st.bytes % 12, 0u);
+        EXPECT_LE(st.bytes, 100u);
+        EXPECT_GT(st.bytes, 0u);
+    }
+}
+
+TEST(Planner, LocalCasesNeedNoMessages)
+{
+    PlanParams p;
+    EXPECT_TRUE(build(4, 0, 0, 4, false, p).steps.empty());
+    const Schedule one = build(1, 0, 10, 4, false, p);
+    ASSERT_EQ(one.steps.size(), 1u);
+    EXPECT_EQ(one.steps[0].kind, StepKind::Copy);
+    EXPECT_TRUE(build(1, 0, 10, 4, true, p).steps.empty());
+}
+
+TEST(Planner, SizesDoNotOverflowPast4GiB)
+{
+    // 600M doubles = 4.8 GB: offsets must be size_t all the way.
+    const Schedule s = build_ring(2, 0, 600000000ul, 8, 64ul << 20);
+    size_t max_end = 0;
+    for (const auto &st : s.steps)
+        max_end = std::max(max_end, std::max(st.dst_off, st.src_off) + st.bytes);
+    EXPECT_EQ(max_end, 600000000ul * 8);
+}
+
+TEST(ChannelLayout, DisjointAndAligned)
+{
+    gpurdma::transport::ChannelLayout l;
+    l.neighbors = 5;
+    l.slots = 3;
+    l.slot_size = 4096;
+    EXPECT_EQ(l.control_stride() % 64, 0u);
+    EXPECT_EQ(l.data_start() % 4096, 0u);
+    EXPECT_GE(l.data_start(), l.credit_offset(4) + 8);
+    EXPECT_EQ(l.data_offset(4, 2) + 4096, l.bytes());
+    EXPECT_LT(l.credit_offset(0), l.flag_offset(1, 0));
+}
