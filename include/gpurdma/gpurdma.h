@@ -120,7 +120,10 @@ void gpurdma_config_default(gpurdma_config_t *config);
 /* ---- process context: one per process, shared by all communicators ---- */
 typedef struct gpurdma_context gpurdma_context_t;
 
-/* Starts UCX. Fails with GPURDMA_ERR_NO_RESOURCE (and a logged reason) if it cannot. */
+/*
+ * Checks the configuration (GPURDMA_ERR_INVALID for bad values). UCX starts later, on
+ * the first communicator set-up; if it cannot, that set-up declines on every rank.
+ */
 gpurdma_status_t gpurdma_context_create(const gpurdma_config_t *config,
                                         gpurdma_context_t **context);
 void gpurdma_context_destroy(gpurdma_context_t *context);

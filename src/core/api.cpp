@@ -20,6 +20,19 @@ gpurdma_context::gpurdma_context(const gpurdma_config_t &c)
         throw std::invalid_argument("unknown algorithm '" + algorithm_text + "'");
 }
 
+gpurdma::transport::UcxContext *gpurdma_context::transport(std::string *why)
+{
+    if (!ucx && ucx_failure.empty()) {
+        try {
+            ucx = std::make_unique<gpurdma::transport::UcxContext>(ucx_tls);
+        } catch (const std::exception &e) {
+            ucx_failure = std::string("cannot start UCX: ") + e.what();
+        }
+    }
+    if (!ucx) *why = ucx_failure;
+    return ucx.get();
+}
+
 extern "C" {
 
 gpurdma_status_t gpurdma_context_create(const gpurdma_config_t *config, gpurdma_context_t **out)
@@ -29,15 +42,12 @@ gpurdma_status_t gpurdma_context_create(const gpurdma_config_t *config, gpurdma_
     if (config->slots < 1 || config->chunk_size < 64 || config->timeout_s <= 0) return GPURDMA_ERR_INVALID;
     gpurdma::Logger log(config->log, config->verbose);
     try {
-        auto ctx = std::make_unique<gpurdma_context>(*config);
-        ctx->ucx = std::make_unique<gpurdma::transport::UcxContext>(ctx->ucx_tls);
-        *out = ctx.release();
+        *out = new gpurdma_context(*config);
         return GPURDMA_OK;
     } catch (const std::invalid_argument &e) {
         log.log(0, "%s", e.what());
         return GPURDMA_ERR_INVALID;
-    } catch (const std::exception &e) {
-        log.log(1, "cannot start UCX: %s", e.what());
+    } catch (const std::bad_alloc &) {
         return GPURDMA_ERR_NO_RESOURCE;
     }
 }

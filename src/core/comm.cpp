@@ -102,7 +102,9 @@ gpurdma_status_t gpurdma_comm::ensure_setup()
     std::string blob;
     const std::string host = this_host();
     try {
-        channels_ = std::make_unique<gpurdma::transport::UcxChannels>(*context->ucx, rank, size, cfg.slots,
+        gpurdma::transport::UcxContext *ucx = context->transport(&why);
+        if (!ucx) throw std::runtime_error(why);
+        channels_ = std::make_unique<gpurdma::transport::UcxChannels>(*ucx, rank, size, cfg.slots,
                                                                        cfg.chunk_size);
         PeerInfo me = channels_->local_info(host);
         gpurdma::wire::Writer w;
@@ -262,10 +264,7 @@ gpurdma_status_t gpurdma_comm::run(const Schedule &schedule, const void *sendbuf
 gpurdma_status_t gpurdma_comm::allreduce(const void *sendbuf, void *recvbuf, size_t count,
                                          gpurdma_dtype_t dtype, gpurdma_op_t op)
 {
-    if (broken_) {
-        last_error = name + ": disabled by an earlier failure: " + last_error;
-        return GPURDMA_ERR_BROKEN;
-    }
+    if (broken_) return GPURDMA_ERR_BROKEN;  // last_error still names the first failure
     if (!gpurdma::reduce::supported(op, dtype)) return GPURDMA_ERR_UNSUPPORTED;
     const size_t elem = gpurdma::reduce::dtype_size(dtype);
     const bool in_place = sendbuf == nullptr || sendbuf == recvbuf;

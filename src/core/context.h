@@ -15,7 +15,12 @@ struct gpurdma_context {
     std::string ucx_tls;
     gpurdma::plan::PlanParams plan;
     gpurdma::Logger log;
-    std::unique_ptr<gpurdma::transport::UcxContext> ucx;
+    std::unique_ptr<gpurdma::transport::UcxContext> ucx;  // started by the first set-up
+    std::string ucx_failure;                              // why it could not start, if so
 
     explicit gpurdma_context(const gpurdma_config_t &c);
+
+    // Starts UCX on first use. Each rank decides locally; a communicator's set-up
+    // then agrees, so a rank without UCX makes all of its peers decline together.
+    gpurdma::transport::UcxContext *transport(std::string *why);
 };

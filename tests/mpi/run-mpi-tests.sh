@@ -52,6 +52,13 @@ run() {
         off)
             grep -q "coll:gpurdma" "$out" && why="gpurdma printed output while off"
             ;;
+        timeout)
+            grep -q "timed out after .* in ring .*waiting for data from rank [0-9]* on host" "$out" ||
+                why="no timeout message naming the stage, peer and host"
+            ;;
+        cannot-start)
+            grep -q "coll:gpurdma: .*declined.*cannot start UCX" "$out" || why="no 'declined ... cannot start UCX' warning"
+            ;;
         esac
         grep -q "passed, 0 failed" "$out" || why="${why:-no 'passed, 0 failed' summary}"
     fi
@@ -66,17 +73,12 @@ run() {
     fi
 }
 
-for np in 1 2 3 4 5 8; do
+# One rank: coll/self takes it (gpurdma declines size-1 communicators quietly).
+run "allreduce np=1" none 120 -- -np 1 "${on[@]}" "$bin/allreduce_check"
+for np in 2 3 4 5 8; do
     args=()
     [ "$np" -ge 5 ] && args=(--quick)
-    expect=used
-    [ "$np" -eq 1 ] && expect=off-or-self
-    if [ "$np" -eq 1 ]; then
-        # One rank: coll/self takes it (gpurdma declines size-1 communicators quietly).
-        run "allreduce np=1" none 120 -- -np 1 "${on[@]}" "$bin/allreduce_check"
-    else
-        run "allreduce np=$np shm" used 300 -- -np "$np" "${on[@]}" "$bin/allreduce_check" "${args[@]}"
-    fi
+    run "allreduce np=$np shm" used 300 -- -np "$np" "${on[@]}" "$bin/allreduce_check" "${args[@]}"
 done
 run "allreduce np=4 ucx tcp" used 300 UCX_TLS=tcp -- -np 4 "${on[@]}" "$bin/allreduce_check" --quick
 run "allreduce np=3 ucx posix+cma" used 300 UCX_TLS=posix,cma -- -np 3 "${on[@]}" "$bin/allreduce_check" --quick
@@ -88,6 +90,12 @@ run "allreduce np=4 component off" off 300 -- -np 4 --mca op ^avx "$bin/allreduc
 FALLBACK_PATTERNS=("fallback to the previous allreduce (user-defined" "fallback to the previous allreduce (derived")
 run "fallback np=4" fallback 300 -- -np 4 --mca coll_gpurdma_priority 100 --mca coll_gpurdma_verbose 2 "$bin/fallback_check"
 run "fallback np=3" fallback 300 -- -np 3 --mca coll_gpurdma_priority 100 --mca coll_gpurdma_verbose 2 "$bin/fallback_check"
+
+run "peer missing: error, no hang np=3" timeout 120 -- -np 3 "${on[@]}" --mca coll_gpurdma_timeout 2 \
+    "$bin/timeout_check" 2
+# Falls back to Open MPI's ops here, hence op ^avx (Debian's op/avx saturates char sums).
+run "UCX cannot start: previous module np=2" cannot-start 120 -- -np 2 "${on[@]}" --mca op ^avx \
+    --mca coll_gpurdma_ucx_tls no_such_transport "$bin/allreduce_check" --quick
 
 run "lifecycle np=4 (1000 dup/free)" used 600 -- -np 4 "${on[@]}" "$bin/lifecycle_check"
 run "lifecycle np=2 ucx tcp" used 600 UCX_TLS=tcp -- -np 2 "${on[@]}" "$bin/lifecycle_check" 300

@@ -299,11 +299,20 @@ T ref_max(T a, T b) {
 }
 
 template <typename T>
+T nan_with_payload(int k) {
+    const char* tag = k == 1 ? "1" : "2";
+    if constexpr (std::is_same_v<T, float>) return std::nanf(tag);
+    else if constexpr (std::is_same_v<T, double>) return std::nan(tag);
+    else return std::nanl(tag);
+}
+
+template <typename T>
 void float_inputs(std::vector<T>& a, std::vector<T>& b) {
     using L = std::numeric_limits<T>;
     const T edges[] = {T(0),          -T(0),         T(1),           T(-1),
                        T(0.5),        T(3),          T(-7),          L::infinity(),
-                       -L::infinity(), L::quiet_NaN(), L::max(),       L::lowest(),
+                       -L::infinity(), nan_with_payload<T>(1), nan_with_payload<T>(2),
+                       L::max(),      L::lowest(),
                        L::min(),      L::denorm_min(), -L::denorm_min(), L::epsilon()};
     for (T x : edges) {
         for (T y : edges) {
@@ -327,8 +336,11 @@ void check_float_type(gpurdma_dtype_t dtype) {
     auto eq = [](T x, T y) { return same_float(x, y); };
     check(GPURDMA_SUM, dtype, a, b, [](T x, T y) { return x + y; }, eq);
     check(GPURDMA_PROD, dtype, a, b, [](T x, T y) { return x * y; }, eq);
-    check(GPURDMA_MIN, dtype, a, b, ref_min<T>, eq);
-    check(GPURDMA_MAX, dtype, a, b, ref_max<T>, eq);
+    // MIN/MAX return one operand unchanged, so compare bits: this also pins which
+    // NaN comes back when both are NaN, i.e. that operand order is kept.
+    auto bits_eq = [](T x, T y) { return hex(x) == hex(y); };
+    check(GPURDMA_MIN, dtype, a, b, ref_min<T>, bits_eq);
+    check(GPURDMA_MAX, dtype, a, b, ref_max<T>, bits_eq);
 }
 
 TEST(ReduceFloating, Float) { check_float_type<float>(GPURDMA_FLOAT); }
@@ -491,7 +503,14 @@ void check_loc_type(gpurdma_dtype_t dtype) {
     }
     a.push_back({std::numeric_limits<V>::lowest(), 0});
     b.push_back({std::numeric_limits<V>::max(), std::numeric_limits<int>::max()});
-    auto eq = [](P x, P y) { return x.v == y.v && x.i == y.i; };
+    if constexpr (std::is_floating_point_v<V>) {
+        // Equal value and index but different zeros: only operand order decides.
+        a.push_back({V(0), 3});
+        b.push_back({-V(0), 3});
+        a.push_back({-V(0), 3});
+        b.push_back({V(0), 3});
+    }
+    auto eq = [](P x, P y) { return hex(x.v) == hex(y.v) && x.i == y.i; };
     check(GPURDMA_MAXLOC, dtype, a, b, ref_maxloc<P>, eq);
     check(GPURDMA_MINLOC, dtype, a, b, ref_minloc<P>, eq);
 

@@ -150,7 +150,7 @@ bool mca_coll_gpurdma_ensure_context(void)
         g->context_failed = true;
         g->context = NULL;
         if (g->verbose >= 1)
-            opal_output(0, "coll:gpurdma: cannot start (%s); the previous allreduce stays in use",
+            opal_output(0, "coll:gpurdma: invalid configuration (%s); the previous allreduce stays in use",
                         gpurdma_status_name(st));
         return false;
     }

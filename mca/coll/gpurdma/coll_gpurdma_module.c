@@ -90,6 +90,8 @@ mca_coll_base_module_t *mca_coll_gpurdma_comm_query(struct ompi_communicator_t *
             opal_output(0, "coll:gpurdma: MPI_THREAD_MULTIPLE is not supported; declining %s", comm->c_name);
         return NULL;
     }
+    /* Only decisions every rank makes alike belong here: anything that can fail on one
+     * rank alone (UCX, memory) is agreed on in the core's lazy set-up instead. */
     if (!mca_coll_gpurdma_check_layouts()) return NULL;
     if (!mca_coll_gpurdma_ensure_context()) return NULL;
 
@@ -130,7 +132,8 @@ int mca_coll_gpurdma_allreduce(const void *sbuf, void *rbuf, int count, struct o
         return fallback(m, "op not defined for this datatype, or set-up declined", sbuf, rbuf, count, dtype,
                         op);
     case GPURDMA_ERR_BROKEN:
-        opal_output(0, "coll:gpurdma: %s", gpurdma_comm_last_error(m->core));
+        opal_output(0, "coll:gpurdma: %s: disabled after an earlier failure (%s)", m->name,
+                    gpurdma_comm_last_error(m->core));
         return MPI_ERR_OTHER;
     default:
         /* The core has printed the stage and peer; MPI's error handler decides what next. */
