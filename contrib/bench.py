@@ -16,6 +16,7 @@ import subprocess
 import sys
 
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BUILD = os.environ.get("GPURDMA_BUILD", os.path.join(TOP, "build"))
 
 CONFIGS = {
     # name: extra mpirun arguments
@@ -36,7 +37,7 @@ def mpi_env():
     env = dict(os.environ)
     pkglibdir = subprocess.run(["ompi_info", "--parsable", "--path", "pkglibdir"], capture_output=True,
                                text=True, check=True).stdout.strip().split(":", 2)[-1]
-    env["OMPI_MCA_mca_base_component_path"] = f"{pkglibdir}:{TOP}/component"
+    env["OMPI_MCA_mca_base_component_path"] = f"{pkglibdir}:{BUILD}/component"
     if os.geteuid() == 0:
         env["OMPI_ALLOW_RUN_AS_ROOT"] = "1"
         env["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] = "1"
@@ -76,7 +77,7 @@ def main():
     ap.add_argument("--timeout", type=int, default=900)
     args = ap.parse_args()
 
-    binaries = [("osu-compat", os.path.join(TOP, "osu-compat", "osu_allreduce"))]
+    binaries = [("osu-compat", os.path.join(BUILD, "osu-compat", "osu_allreduce"))]
     real = shutil.which("osu_allreduce")
     if real:
         binaries.append(("osu", real))

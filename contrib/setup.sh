@@ -19,12 +19,17 @@ if [ ${#missing[@]} -gt 0 ]; then
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-echo "== building gpurdma"
+# Out-of-tree build in $GPURDMA_BUILD (default build/), so other configurations
+# (e.g. build-asan/ with --enable-sanitizers) can sit beside it.
+build=${GPURDMA_BUILD:-$top/build}
+echo "== building gpurdma in $build"
 if [ ! -x configure ] || [ configure.ac -nt configure ] || [ Makefile.am -nt Makefile.in ]; then
     autoreconf -fi >/dev/null
 fi
-if [ ! -f Makefile ] || [ "$#" -gt 0 ] || [ configure -nt config.status ]; then
-    ./configure -q "$@"
+mkdir -p "$build"
+cd "$build"
+if [ ! -f Makefile ] || [ "$#" -gt 0 ] || [ "$top/configure" -nt config.status ]; then
+    "$top/configure" -q "$@"
 fi
 make -j"$(nproc)" >/dev/null
-echo "== built: $top/.libs/mca_coll_gpurdma.so (component directory: $top/component)"
+echo "== built: $build/.libs/mca_coll_gpurdma.so (component directory: $build/component)"

@@ -3,8 +3,10 @@
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
+build=${GPURDMA_BUILD:-$top/build}
 bash contrib/setup.sh
 echo "== make check"
+cd "$build"
 if ! make -j1 check; then
     for f in tests/unit/*.log tests/mpi/*.log; do [ -f "$f" ] && tail -60 "$f"; done
     exit 1

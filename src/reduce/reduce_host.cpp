@@ -94,11 +94,12 @@ constexpr bool valid(gpurdma_op_t op, Kind kind) {
 // be distinct, so the loops vectorize without runtime alias checks; not every
 // compiler's check lets dst == a (in-place accumulation, the common case) take the
 // vector path.
+// a == b is allowed here: restrict only forbids aliasing what is written.
 template <typename F, typename T>
 void loop_distinct(T* __restrict d, const T* __restrict a, const T* __restrict b,
                    std::size_t n) {
     const F f{};
-    for (std::size_t i = 0; i < n; ++i) d[i] = f(a[i], b[i]);  // a == b is fine: both read-only
+    for (std::size_t i = 0; i < n; ++i) d[i] = f(a[i], b[i]);
 }
 
 template <typename F, typename T>
