@@ -86,7 +86,7 @@ static void *xmalloc(size_t n)
  * Work buffers, kept between calls and grown as needed: fresh multi-MiB
  * allocations for every call would spend much of the run in page faults.
  */
-enum { B_EXPECTED, B_INPUT, B_GOT, B_LIB, B_SEND, B_RECV, B_ROOT, B_EXACT, B_MAG, NUM_BUFS };
+enum { B_EXPECTED, B_INPUT, B_GOT, B_LIB, B_SEND, B_RECV, B_ROOT, NUM_BUFS };
 static void *g_buf[NUM_BUFS];
 static size_t g_buf_size[NUM_BUFS];
 
@@ -130,6 +130,13 @@ static inline uint64_t rank_base(uint64_t case_seed, int rank)
 static inline uint64_t elem_hash(uint64_t base, size_t index)
 {
     return mix64(base ^ ((uint64_t)index * 0xD1B54A32D192ED03ull));
+}
+
+/* More bits from one element hash, cheaper than another mix64. */
+static inline uint64_t rehash(uint64_t h)
+{
+    h = (h ^ (h >> 29)) * 0xBF58476D1CE4E5B9ull;
+    return h ^ (h >> 32);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -198,7 +205,7 @@ static inline uint64_t int_input(int op, uint64_t h, size_t index, int bits, boo
     const uint64_t vmin = is_signed ? vmax + 1 : 0; /* bit pattern of the minimum */
     const uint64_t topbit = 1ull << (bits - 1);
     const unsigned sel = (unsigned)(h & 0xff);
-    const uint64_t r = mix64(h); /* independent random bits */
+    const uint64_t r = rehash(h); /* more random bits */
 
     switch (op) {
     case OP_SUM:
@@ -236,8 +243,8 @@ static inline uint64_t int_input(int op, uint64_t h, size_t index, int bits, boo
         case 3: return topbit;
         default: return bits > 8 ? 0x100 : 0x80;
         }
-    case OP_BAND: return r | mix64(r);
-    case OP_BOR: return r & mix64(r);
+    case OP_BAND: return r | h;
+    case OP_BOR: return r & h;
     default: return r; /* BXOR */
     }
 }
@@ -263,7 +270,7 @@ static inline fp_pick float_pick(int op, uint64_t h)
 {
     fp_pick p = { FPK_EXACT, 0.0, 0 };
     const unsigned sel = (unsigned)(h & 0xff);
-    const uint64_t r = mix64(h);
+    const uint64_t r = rehash(h);
 
     if (op == OP_SUM) {
         p.v = (double)((int64_t)(r % 129) - 64) + ((sel & 3) == 0 ? 0.5 : 0.0);
@@ -303,7 +310,7 @@ static inline fp_pick float_pick(int op, uint64_t h)
  */
 static void complex_pick(int op, uint64_t h, double *re, double *im)
 {
-    const uint64_t r = mix64(h);
+    const uint64_t r = rehash(h);
     if (op == OP_SUM) {
         *re = (double)((int64_t)(r % 129) - 64);
         *im = (double)((int64_t)((r >> 20) % 129) - 64);
@@ -1113,20 +1120,29 @@ static void section_large(void)
  *   SUM:  |got - exact| <= (n-1) * u * sum|x_r| (+ slack),  PROD: <= 2n u |exact|.
  */
 #define DEFINE_BITIDENT_GEN(tag, T)                                                     \
-    static void bitident_gen_##tag(int op, int rank, size_t n, uint64_t seed, T *o)     \
+    static void bitident_gen_##tag(int op, int rank, size_t first, size_t n,            \
+                                   uint64_t seed, void *out)                            \
     {                                                                                   \
         const uint64_t base = rank_base(seed, rank);                                    \
+        T *o = out;                                                                     \
         for (size_t i = 0; i < n; i++) {                                                \
-            uint64_t h = elem_hash(base, i), r = mix64(h);                              \
+            uint64_t h = elem_hash(base, first + i), r = rehash(h);                     \
             double m = 1.0 + (double)(r >> 11) * 0x1p-53; /* [1, 2) */                  \
             if (op == OP_SUM) /* [-1, 1], exponents down to 2^-24 */                    \
                 o[i] = (T)(((h & 1) ? -m : m) * pow2(-1 - (int)((h >> 1) % 24)));       \
             else /* +-[0.5, 2) */                                                       \
                 o[i] = (T)(((h & 1) ? -m : m) * pow2(-(int)((h >> 1) % 2)));            \
         }                                                                               \
+    }                                                                                   \
+    static long double bitident_get_##tag(const void *p, size_t i)                      \
+    {                                                                                   \
+        return ((const T *)p)[i];                                                       \
     }
 DEFINE_BITIDENT_GEN(float, float)
 DEFINE_BITIDENT_GEN(double, double)
+
+/* Reference values and error bounds are checked on at most this many elements. */
+#define BITIDENT_SAMPLES 8192
 
 static void bitident_case(const comm_case *cc, bool is_double, int op, size_t count,
                           bool in_place)
@@ -1134,44 +1150,23 @@ static void bitident_case(const comm_case *cc, bool is_double, int op, size_t co
     const size_t esize = is_double ? sizeof(double) : sizeof(float);
     const size_t bytes = count * esize;
     const uint64_t seed = mix64(g_seed ^ 0xB17B17ull ^ (uint64_t)op * 31 ^ count ^ is_double);
-    const double eps = is_double ? DBL_EPSILON / 2 : FLT_EPSILON / 2; /* unit roundoff */
-    const double tiny = is_double ? DBL_MIN : FLT_MIN;
+    const long double u = is_double ? DBL_EPSILON / 2 : FLT_EPSILON / 2; /* unit roundoff */
+    const long double tiny = is_double ? DBL_MIN : FLT_MIN;
+    const size_t nsamples = count < BITIDENT_SAMPLES ? count : BITIDENT_SAMPLES;
+    void (*gen)(int, int, size_t, size_t, uint64_t, void *) =
+        is_double ? bitident_gen_double : bitident_gen_float;
+    long double (*get)(const void *, size_t) =
+        is_double ? bitident_get_double : bitident_get_float;
     unsigned char *mine = buf(B_GOT, bytes), *in = buf(B_INPUT, bytes);
     unsigned char *root = buf(B_ROOT, bytes);
-    long double *exact = buf(B_EXACT, count * sizeof *exact);
-    long double *mag = buf(B_MAG, count * sizeof *mag);
-    const char *tname = is_double ? "MPI_DOUBLE" : "MPI_FLOAT";
     char what[160];
     int rc;
 
     snprintf(what, sizeof what, "bitident comm %s rank %d: %s %s count %zu%s", cc->name,
-             cc->rank, op_name[op], tname, count, in_place ? " MPI_IN_PLACE" : "");
+             cc->rank, op_name[op], is_double ? "MPI_DOUBLE" : "MPI_FLOAT", count,
+             in_place ? " MPI_IN_PLACE" : "");
 
-    /* exact-ish reference in long double, ranks in order */
-    for (size_t i = 0; i < count; i++) {
-        exact[i] = op == OP_SUM ? 0.0L : 1.0L;
-        mag[i] = 0.0L;
-    }
-    for (int r = 0; r < cc->size; r++) {
-        if (is_double)
-            bitident_gen_double(op, r, count, seed, (double *)in);
-        else
-            bitident_gen_float(op, r, count, seed, (float *)in);
-        for (size_t i = 0; i < count; i++) {
-            long double x = is_double ? ((double *)in)[i] : ((float *)in)[i];
-            if (op == OP_SUM) {
-                exact[i] += x;
-                mag[i] += fabsl(x);
-            } else {
-                exact[i] *= x;
-            }
-        }
-    }
-    if (is_double)
-        bitident_gen_double(op, cc->rank, count, seed, (double *)in);
-    else
-        bitident_gen_float(op, cc->rank, count, seed, (float *)in);
-
+    gen(op, cc->rank, 0, count, seed, in);
     if (in_place)
         memcpy(mine, in, bytes);
     rc = MPI_Allreduce(in_place ? MPI_IN_PLACE : in, mine, (int)count,
@@ -1183,38 +1178,44 @@ static void bitident_case(const comm_case *cc, bool is_double, int op, size_t co
     if (cc->rank == 0)
         memcpy(root, mine, bytes);
     MPI_Bcast(root, (int)bytes, MPI_BYTE, 0, cc->comm);
+    if (rc != MPI_SUCCESS)
+        return;
 
-    if (rc == MPI_SUCCESS) {
-        size_t bad_bits = SIZE_MAX, bad_err = SIZE_MAX, nbits = 0, nerr = 0;
-        for (size_t i = 0; i < count; i++) {
-            long double got = is_double ? ((double *)mine)[i] : ((float *)mine)[i];
-            long double bound = op == OP_SUM
-                                    ? (long double)cc->size * eps * mag[i] + tiny
-                                    : 2.0L * cc->size * eps * fabsl(exact[i]) + tiny;
-            if (memcmp(mine + i * esize, root + i * esize, esize) != 0) {
-                if (!nbits++)
-                    bad_bits = i;
+    /* 1. every rank has rank 0's bits */
+    if (memcmp(mine, root, bytes) != 0) {
+        size_t i = 0, ndiff = 0;
+        for (size_t j = count; j-- > 0;)
+            if (memcmp(mine + j * esize, root + j * esize, esize) != 0) {
+                i = j;
+                ndiff++;
             }
-            if (!(fabsl(got - exact[i]) <= bound)) {
-                if (!nerr++)
-                    bad_err = i;
-            }
+        fail("%s: index %zu: rank 0 got %La, this rank got %La (%zu of %zu differ)", what, i,
+             get(root, i), get(mine, i), ndiff, count);
+        return;
+    }
+    /* 2. within the forward error bound of the exact result (sampled elements):
+     *    SUM |got - exact| <= n u sum|x_r|,  PROD |got - exact| <= 2 n u |exact| */
+    for (size_t k = 0; k < nsamples; k++) {
+        /* spread over [0, count - 1], both ends included */
+        const size_t i = nsamples == count ? k : k * (count - 1) / (nsamples - 1);
+        long double exact = op == OP_SUM ? 0.0L : 1.0L, mag = 0.0L, bound, got;
+        unsigned char x[sizeof(double)];
+        for (int r = 0; r < cc->size; r++) {
+            long double v;
+            gen(op, r, i, 1, seed, x);
+            v = get(x, 0);
+            exact = op == OP_SUM ? exact + v : exact * v;
+            mag += fabsl(v);
         }
-        if (nbits) {
-            size_t i = bad_bits;
-            double g = is_double ? ((double *)mine)[i] : ((float *)mine)[i];
-            double r = is_double ? ((double *)root)[i] : ((float *)root)[i];
-            fail("%s: index %zu: rank 0 got %a, this rank got %a (%zu of %zu differ)", what,
-                 i, r, g, nbits, count);
-        } else if (nerr) {
-            size_t i = bad_err;
-            double g = is_double ? ((double *)mine)[i] : ((float *)mine)[i];
-            fail("%s: index %zu: got %a, exact %La, outside the error bound (%zu of %zu)",
-                 what, i, g, exact[i], nerr, count);
-        } else {
-            pass();
+        got = get(mine, i);
+        bound = op == OP_SUM ? cc->size * u * mag : 2 * cc->size * u * fabsl(exact);
+        if (!(fabsl(got - exact) <= bound + tiny)) {
+            fail("%s: index %zu: got %La, exact %La: outside the error bound %Lg", what, i,
+                 got, exact, bound);
+            return;
         }
     }
+    pass();
 }
 
 /* SUM at 1, 1000, 100003 and ~8 MiB; PROD up to 100003; MPI_IN_PLACE for SUM
