@@ -112,6 +112,7 @@ typedef struct gpurdma_config {
     double timeout_s;         /* longest wait on any peer before a collective fails */
     const char *algorithm;    /* "auto", "ring" or "rd" (recursive doubling) */
     const char *ucx_tls;      /* UCX transports for our own context ("" = UCX default) */
+    const char *logical_nodes; /* "" by host; "K" or "a,b,c": split hosts into virtual nodes */
     gpurdma_log_fn_t log;     /* may be NULL */
 } gpurdma_config_t;
 

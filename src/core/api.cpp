@@ -10,10 +10,12 @@ gpurdma_context::gpurdma_context(const gpurdma_config_t &c)
     : config(c),
       algorithm_text(c.algorithm ? c.algorithm : "auto"),
       ucx_tls(c.ucx_tls ? c.ucx_tls : ""),
+      logical_nodes(c.logical_nodes ? c.logical_nodes : ""),
       log(c.log, c.verbose)
 {
     config.algorithm = algorithm_text.c_str();
     config.ucx_tls = ucx_tls.c_str();
+    config.logical_nodes = logical_nodes.c_str();
     plan.chunk_size = config.chunk_size;
     plan.small_msg_max = config.small_msg_max;
     if (!gpurdma::plan::parse_algorithm(algorithm_text, &plan.algorithm))

@@ -51,8 +51,16 @@ gpurdma_comm::gpurdma_comm(gpurdma_context *ctx, const gpurdma_comm_params_t &pa
 
 gpurdma_comm::~gpurdma_comm()
 {
-    if (channels_ && !channels_->drain(std::min(5.0, context->config.timeout_s)))
-        context->log.log(1, "%s: peers did not return all landing slots before release", name.c_str());
+    release_transports();
+}
+
+std::vector<int> gpurdma_comm::remote_peers(int r) const
+{
+    // The schedules' peers of r that live on other nodes (symmetric, sorted).
+    std::vector<int> out;
+    for (int p : gpurdma::plan::neighbors(size, r))
+        if (topo_.node_of[p] != topo_.node_of[r]) out.push_back(p);
+    return out;
 }
 
 std::string gpurdma_comm::describe_peer(int peer) const
@@ -88,112 +96,155 @@ bool gpurdma_comm::exchange(const std::string &mine, std::vector<std::string> *a
     return true;
 }
 
+void gpurdma_comm::release_transports()
+{
+    // Peers may still write credits into our regions until they have consumed all
+    // we sent: wait for that (bounded) before the regions go.
+    const double bound = std::min(5.0, context->config.timeout_s);
+    bool drained = true;
+    if (shm_) drained = shm_->drain(bound) && drained;
+    if (ucx_) drained = ucx_->drain(bound) && drained;
+    if (!drained) context->log.log(1, "%s: peers did not return all landing slots before release", name.c_str());
+    router_.reset();
+    ucx_.reset();
+    shm_.reset();
+    segment_.reset();
+}
+
+// Local part of set-up once the host names are known: topology, then the node's
+// shared segment (created by the node's first rank) and this rank's UCX region.
+bool gpurdma_comm::setup_local(const std::vector<std::string> &hosts, std::string *why)
+{
+    const auto &cfg = context->config;
+    std::string warning;
+    topo_ = gpurdma::topo::build_topology(hosts, context->logical_nodes, &warning);
+    if (!warning.empty() && rank == 0) context->log.log(0, "%s: %s", name.c_str(), warning.c_str());
+    const auto &members = topo_.members[static_cast<size_t>(topo_.node_of[rank])];
+    const auto peers = [this](int r) { return remote_peers(r); };
+    try {
+        if (members.size() > 1 && members[0] == rank)
+            segment_ = gpurdma::transport::ShmSegment::create(gpurdma::transport::ShmChannels::segment_bytes(
+                static_cast<int>(members.size()), cfg.slots, cfg.chunk_size));
+        if (!remote_peers(rank).empty()) {
+            gpurdma::transport::UcxContext *ucx = context->transport(why);
+            if (!ucx) return false;
+            ucx_ = std::make_unique<gpurdma::transport::UcxChannels>(*ucx, rank, size, peers, cfg.slots,
+                                                                      cfg.chunk_size);
+        }
+    } catch (const std::exception &e) {
+        *why = e.what();
+        return false;
+    }
+    return true;
+}
+
+// Attaches the node segment and connects UCX from everyone's second-round record.
+// Returns "" or the reason it failed.
+std::string gpurdma_comm::setup_connect(const std::vector<std::string> &blobs)
+{
+    using gpurdma::transport::UcxPeerInfo;
+    const auto &cfg = context->config;
+    const auto &members = topo_.members[static_cast<size_t>(topo_.node_of[rank])];
+    std::vector<std::string> segment_names(static_cast<size_t>(size));
+    std::vector<UcxPeerInfo> ucx_info(static_cast<size_t>(size));
+    for (int r = 0; r < size; ++r) {
+        gpurdma::wire::Reader rd(blobs[r]);
+        uint32_t ok = 0;
+        if (!rd.u32(&ok) || !ok) return describe_peer(r) + " could not set up";
+        if (!rd.str(&segment_names[r]) || !rd.str(&ucx_info[r].worker_address) || !rd.u64(&ucx_info[r].region_base) ||
+            !rd.str(&ucx_info[r].region_key))
+            return describe_peer(r) + " sent an unreadable set-up record";
+    }
+    try {
+        if (members.size() > 1) {
+            if (!segment_) {
+                const size_t bytes = gpurdma::transport::ShmChannels::segment_bytes(
+                    static_cast<int>(members.size()), cfg.slots, cfg.chunk_size);
+                segment_ = gpurdma::transport::ShmSegment::attach(segment_names[members[0]], bytes);
+            }
+            shm_ = std::make_unique<gpurdma::transport::ShmChannels>(rank, size, members, cfg.slots, cfg.chunk_size,
+                                                                      *segment_);
+        }
+        if (ucx_) ucx_->connect(ucx_info, hosts_);
+    } catch (const std::exception &e) {
+        return e.what();
+    }
+    std::vector<bool> local(static_cast<size_t>(size), false);
+    for (int m : members) local[static_cast<size_t>(m)] = true;
+    router_ = std::make_unique<gpurdma::transport::Router>(std::move(local), shm_.get(), ucx_.get());
+    return "";
+}
+
 gpurdma_status_t gpurdma_comm::ensure_setup()
 {
-    using gpurdma::transport::PeerInfo;
     if (setup_ == SetupState::Ready) return GPURDMA_OK;
     if (setup_ == SetupState::Declined) return GPURDMA_ERR_UNSUPPORTED;
     const auto &cfg = context->config;
     const auto t0 = std::chrono::steady_clock::now();
-
-    // 1. Local resources. A failure still takes part in the exchange (as an empty
-    //    blob) so that every rank reaches the same decision.
-    std::string why;
-    std::string blob;
-    const std::string host = this_host();
-    try {
-        gpurdma::transport::UcxContext *ucx = context->transport(&why);
-        if (!ucx) throw std::runtime_error(why);
-        channels_ = std::make_unique<gpurdma::transport::UcxChannels>(*ucx, rank, size, cfg.slots,
-                                                                       cfg.chunk_size);
-        PeerInfo me = channels_->local_info(host);
-        gpurdma::wire::Writer w;
-        w.u32(kWireVersion);
-        w.u32(static_cast<uint32_t>(cfg.slots));
-        w.u64(cfg.chunk_size);
-        w.u64(me.region_base);
-        w.str(me.worker_address);
-        w.str(me.region_key);
-        w.str(me.host);
-        blob = w.take();
-    } catch (const std::exception &e) {
-        why = e.what();
-        channels_.reset();
-    }
-    std::vector<std::string> blobs;
-    if (!exchange(blob, &blobs)) {
-        // The bootstrap itself failed: nothing can be agreed, so nothing may be used.
-        channels_.reset();
+    auto decline = [this](const std::string &why) {
+        release_transports();
         setup_ = SetupState::Declined;
-        context->log.log(0, "%s: set-up exchange failed; using the previous allreduce", name.c_str());
+        context->log.log(1, "%s: declined, using the previous allreduce: %s", name.c_str(), why.c_str());
         return GPURDMA_ERR_UNSUPPORTED;
-    }
+    };
 
-    // 2. Parse and connect.
-    std::vector<PeerInfo> peers(static_cast<size_t>(size));
+    // Round 1: who is where, and the parameters every rank must share.
+    gpurdma::wire::Writer w1;
+    w1.u32(kWireVersion);
+    w1.u32(static_cast<uint32_t>(cfg.slots));
+    w1.u64(cfg.chunk_size);
+    w1.str(this_host());
+    std::vector<std::string> blobs;
+    if (!exchange(w1.take(), &blobs)) return decline("set-up exchange failed");
     hosts_.assign(static_cast<size_t>(size), "?");
-    bool ok = channels_ != nullptr;
-    for (int r = 0; r < size && ok; ++r) {
+    for (int r = 0; r < size; ++r) {
         gpurdma::wire::Reader rd(blobs[r]);
         uint32_t version = 0, slots = 0;
         uint64_t chunk = 0;
-        if (blobs[r].empty() || !rd.u32(&version) || version != kWireVersion || !rd.u32(&slots) ||
-            !rd.u64(&chunk) || !rd.u64(&peers[r].region_base) || !rd.str(&peers[r].worker_address) ||
-            !rd.str(&peers[r].region_key) || !rd.str(&peers[r].host)) {
-            why = "rank " + std::to_string(r) + " could not set up (or sent an unreadable address)";
-            ok = false;
-        } else if (slots != static_cast<uint32_t>(cfg.slots) || chunk != cfg.chunk_size) {
-            why = "rank " + std::to_string(r) + " uses different slots/chunk_size parameters";
-            ok = false;
-        } else {
-            hosts_[r] = peers[r].host;
-        }
-    }
-    if (ok) {
-        try {
-            channels_->connect(peers);
-        } catch (const std::exception &e) {
-            why = e.what();
-            ok = false;
-        }
+        if (!rd.u32(&version) || version != kWireVersion || !rd.u32(&slots) || !rd.u64(&chunk) ||
+            !rd.str(&hosts_[r]))
+            return decline("rank " + std::to_string(r) + " runs another gpurdma version");
+        if (slots != static_cast<uint32_t>(cfg.slots) || chunk != cfg.chunk_size)
+            return decline("rank " + std::to_string(r) + " uses other slots/chunk_size parameters");
     }
 
-    // 3. Agree: one rank's failure makes every rank decline.
-    const uint8_t mine = ok ? 1 : 0;
+    // Round 2: local resources, then everyone's addresses. A rank that failed still
+    // takes part (ok = 0) so that every rank reaches the same decision.
+    std::string why;
+    const bool ok = setup_local(hosts_, &why);
+    gpurdma::wire::Writer w2;
+    w2.u32(ok ? 1 : 0);
+    w2.str(segment_ ? segment_->name() : "");
+    const gpurdma::transport::UcxPeerInfo me = ucx_ ? ucx_->local_info() : gpurdma::transport::UcxPeerInfo{};
+    w2.str(me.worker_address);
+    w2.u64(me.region_base);
+    w2.str(me.region_key);
+    if (!exchange(w2.take(), &blobs)) return decline("set-up exchange failed");
+    if (ok) why = setup_connect(blobs);
+
+    // Round 3: agree. Only then may the node's segment name go away.
+    const uint8_t vote = why.empty() ? 1 : 0;
     std::vector<uint8_t> votes(static_cast<size_t>(size));
-    bool all_ok = bootstrap.allgather(&mine, votes.data(), 1, bootstrap.arg) == 0;
-    int first_bad = -1;
-    for (int r = 0; r < size && all_ok; ++r)
-        if (!votes[r]) {
-            all_ok = false;
-            first_bad = r;
-        }
-    if (!all_ok) {
-        channels_.reset();
-        setup_ = SetupState::Declined;
-        if (!ok)
-            context->log.log(1, "%s: declined, using the previous allreduce: %s", name.c_str(), why.c_str());
-        else
-            context->log.log(1, "%s: declined, using the previous allreduce: rank %d could not set up",
-                             name.c_str(), first_bad);
-        return GPURDMA_ERR_UNSUPPORTED;
-    }
+    if (bootstrap.allgather(&vote, votes.data(), 1, bootstrap.arg) != 0) return decline("set-up exchange failed");
+    for (int r = 0; r < size; ++r)
+        if (!votes[r]) return decline(why.empty() ? describe_peer(r) + " could not set up" : why);
+    if (segment_) segment_->unlink();
+
     setup_ = SetupState::Ready;
     ++stats.setups;
-    ++stats.registrations;
+    stats.registrations += ucx_ ? 1 : 0;
     if (rank == 0 && context->log.enabled(1)) {
-        const double ms =
-            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+        const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
         std::set<std::string> distinct(hosts_.begin(), hosts_.end());
         const auto &p = context->plan;
         context->log.log(1,
-                         "%s: %d ranks on %zu host(s); algorithm %s (recursive doubling up to %s, ring "
-                         "above, %s chunks x %d slots); landing region %s per rank over UCX; set-up "
-                         "%.1f ms",
-                         name.c_str(), size, distinct.size(), gpurdma::plan::algorithm_name(p.algorithm),
+                         "%s: %d ranks on %zu host(s), %s; intra-node: shared memory, inter-node: UCX RMA; "
+                         "algorithm %s (recursive doubling up to %s, ring above; %s chunks x %d slots); "
+                         "set-up %.1f ms",
+                         name.c_str(), size, distinct.size(), topo_.summary().c_str(),
+                         gpurdma::plan::algorithm_name(p.algorithm),
                          format_bytes(std::min(p.small_msg_max, p.chunk_size)).c_str(),
-                         format_bytes(p.chunk_size).c_str(), cfg.slots,
-                         format_bytes(channels_->region_bytes()).c_str(), ms);
+                         format_bytes(p.chunk_size).c_str(), cfg.slots, ms);
     }
     return GPURDMA_OK;
 }
@@ -213,7 +264,7 @@ gpurdma_status_t gpurdma_comm::run(const Schedule &schedule, const void *sendbuf
                                    gpurdma_dtype_t dtype, gpurdma_op_t op)
 {
     using gpurdma::exec::State;
-    gpurdma::exec::Executor exec(schedule, *channels_, op, dtype, sendbuf, recvbuf);
+    gpurdma::exec::Executor exec(schedule, *router_, op, dtype, sendbuf, recvbuf);
     const double timeout = context->config.timeout_s;
     auto last_change = std::chrono::steady_clock::now();
     size_t last_pos = exec.position();
@@ -235,7 +286,7 @@ gpurdma_status_t gpurdma_comm::run(const Schedule &schedule, const void *sendbuf
             idle = 0;
             continue;
         }
-        if (context->ucx->progress() != 0) {
+        if (ucx_ && context->ucx->progress() != 0) {
             idle = 0;
             continue;
         }
@@ -286,6 +337,6 @@ gpurdma_status_t gpurdma_comm::allreduce(const void *sendbuf, void *recvbuf, siz
     ++stats.calls;
     if (schedule.algorithm == "ring") ++stats.ring_calls;
     else ++stats.rd_calls;
-    stats.bytes_put = channels_->bytes_put();
+    stats.bytes_put = (ucx_ ? ucx_->bytes_sent() : 0) + (shm_ ? shm_->bytes_sent() : 0);
     return GPURDMA_OK;
 }

@@ -11,6 +11,10 @@
 #include "core/context.h"
 #include "gpurdma/gpurdma.h"
 #include "plan/schedule.h"
+#include "topo/topology.h"
+#include "transport/router.h"
+#include "transport/shm_channels.h"
+#include "transport/shm_segment.h"
 #include "transport/ucx_channels.h"
 
 struct gpurdma_comm {
@@ -32,6 +36,10 @@ private:
     enum class SetupState { NotYet, Ready, Declined };
 
     gpurdma_status_t ensure_setup();
+    bool setup_local(const std::vector<std::string> &hosts, std::string *why);
+    std::string setup_connect(const std::vector<std::string> &blobs);
+    void release_transports();
+    std::vector<int> remote_peers(int r) const;
     bool exchange(const std::string &mine, std::vector<std::string> *all);
     const gpurdma::plan::Schedule &schedule_for(size_t count, size_t elem_size, bool in_place);
     gpurdma_status_t run(const gpurdma::plan::Schedule &schedule, const void *sendbuf, void *recvbuf,
@@ -41,7 +49,12 @@ private:
 
     SetupState setup_ = SetupState::NotYet;
     bool broken_ = false;
-    std::unique_ptr<gpurdma::transport::UcxChannels> channels_;
+    gpurdma::topo::Topology topo_;
     std::vector<std::string> hosts_;
+    // Declared in release order: router, then channels, then the segment they use.
+    std::unique_ptr<gpurdma::transport::ShmSegment> segment_;
+    std::unique_ptr<gpurdma::transport::ShmChannels> shm_;
+    std::unique_ptr<gpurdma::transport::UcxChannels> ucx_;
+    std::unique_ptr<gpurdma::transport::Router> router_;
     std::map<std::tuple<size_t, size_t, bool>, gpurdma::plan::Schedule> schedules_;
 };

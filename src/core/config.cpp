@@ -12,5 +12,6 @@ extern "C" void gpurdma_config_default(gpurdma_config_t *config)
     config->timeout_s = 60.0;
     config->algorithm = "auto";
     config->ucx_tls = "";
+    config->logical_nodes = "";
     config->log = nullptr;
 }

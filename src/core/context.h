@@ -13,6 +13,7 @@ struct gpurdma_context {
     gpurdma_config_t config;     // string fields point into the members below
     std::string algorithm_text;
     std::string ucx_tls;
+    std::string logical_nodes;
     gpurdma::plan::PlanParams plan;
     gpurdma::Logger log;
     std::unique_ptr<gpurdma::transport::UcxContext> ucx;  // started by the first set-up

@@ -38,6 +38,7 @@ const mca_coll_base_component_2_0_0_t mca_coll_gpurdma_component = {
 /* Storage for string parameters: MCA keeps pointing at these. */
 static char *algorithm_param;
 static char *ucx_tls_param;
+static char *logical_nodes_param;
 static size_t chunk_size_param;
 static size_t small_msg_param;
 static int slots_param;
@@ -79,6 +80,10 @@ static int gpurdma_register(void)
     ucx_tls_param = (char *)"";
     reg("ucx_tls", "UCX transports for gpurdma's own UCX context (empty: UCX_TLS or UCX's default)",
         MCA_BASE_VAR_TYPE_STRING, OPAL_INFO_LVL_7, &ucx_tls_param);
+    logical_nodes_param = (char *)"";
+    reg("logical_nodes", "Split each host into virtual nodes, for testing the hierarchical path on one "
+        "machine: empty (one node per host), K (nodes of K ranks) or a,b,c (node sizes, summing to the "
+        "ranks per host)", MCA_BASE_VAR_TYPE_STRING, OPAL_INFO_LVL_7, &logical_nodes_param);
     return OMPI_SUCCESS;
 }
 
@@ -136,6 +141,7 @@ static void validated_config(gpurdma_config_t *c)
     else
         opal_output(0, "coll:gpurdma: coll_gpurdma_algorithm='%s' is not one of auto, ring, rd; using auto", alg);
     c->ucx_tls = ucx_tls_param ? ucx_tls_param : "";
+    c->logical_nodes = logical_nodes_param ? logical_nodes_param : "";
 }
 
 bool mca_coll_gpurdma_ensure_context(void)

@@ -1,0 +1,38 @@
+// Slot channels between ranks of one node through a shared segment: the sender
+// copies into the receiver's slot and publishes the flag with a release store; no
+// UCX, no system call on the data path.
+#pragma once
+
+#include <vector>
+
+#include "transport/shm_segment.h"
+#include "transport/slot_channels.h"
+
+namespace gpurdma::transport {
+
+class ShmChannels : public SlotChannels {
+public:
+    // node_members: the node's ranks, ascending; region i of the segment belongs to
+    // node_members[i]. The segment must be at least segment_bytes(...) long.
+    ShmChannels(int rank, int size, const std::vector<int> &node_members, int slots, size_t slot_size,
+                ShmSegment &segment);
+
+    static size_t region_stride(int local_ranks, int slots, size_t slot_size);
+    static size_t segment_bytes(int local_ranks, int slots, size_t slot_size);
+
+    bool source_busy(const void *, size_t) override { return false; }
+    bool sends_pending() override { return false; }
+
+protected:
+    Poll deliver(Link &link, int slot, const void *src, size_t bytes, uint64_t flag) override;
+    void return_credit(Link &link, uint64_t consumed) override;
+
+private:
+    char *region_of(int rank) const;
+
+    std::vector<int> members_;
+    size_t stride_;
+    char *segment_base_;
+};
+
+}  // namespace gpurdma::transport

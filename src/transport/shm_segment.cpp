@@ -1,0 +1,103 @@
+#include "transport/shm_segment.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <random>
+#include <stdexcept>
+
+namespace gpurdma::transport {
+
+namespace {
+
+std::runtime_error sys_error(const std::string &what)
+{
+    return std::runtime_error(what + ": " + std::strerror(errno));
+}
+
+std::string unique_name()
+{
+    static std::atomic<unsigned> counter{0};
+    std::random_device rd;
+    const unsigned long long nonce = (static_cast<unsigned long long>(rd()) << 32) ^ rd();
+    char name[96];
+    std::snprintf(name, sizeof name, "/gpurdma-%u-%d-%u-%016llx", static_cast<unsigned>(getuid()),
+                  static_cast<int>(getpid()), counter++, nonce);
+    return name;
+}
+
+char *map(int fd, size_t bytes, const std::string &name)
+{
+    void *p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (p == MAP_FAILED) throw sys_error("mmap of shared segment " + name);
+    return static_cast<char *>(p);
+}
+
+}  // namespace
+
+std::unique_ptr<ShmSegment> ShmSegment::create(size_t bytes)
+{
+    const std::string name = unique_name();
+    // O_EXCL|O_NOFOLLOW: never reuse or follow something planted under our name.
+    const int fd = shm_open(name.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0) throw sys_error("shm_open(" + name + ")");
+    // posix_fallocate reserves the pages now, so a full /dev/shm fails here and not
+    // with SIGBUS in the middle of a collective.
+    const int rc = posix_fallocate(fd, 0, static_cast<off_t>(bytes));
+    if (rc != 0) {
+        close(fd);
+        shm_unlink(name.c_str());
+        errno = rc;
+        throw sys_error("reserving " + std::to_string(bytes) + " bytes of shared memory for " + name);
+    }
+    char *base = nullptr;
+    try {
+        base = map(fd, bytes, name);
+    } catch (...) {
+        close(fd);
+        shm_unlink(name.c_str());
+        throw;
+    }
+    close(fd);
+    return std::unique_ptr<ShmSegment>(new ShmSegment(name, base, bytes, true));
+}
+
+std::unique_ptr<ShmSegment> ShmSegment::attach(const std::string &name, size_t bytes)
+{
+    const int fd = shm_open(name.c_str(), O_RDWR | O_NOFOLLOW | O_CLOEXEC, 0);
+    if (fd < 0) throw sys_error("shm_open(" + name + ")");
+    struct stat st{};
+    if (fstat(fd, &st) != 0 || st.st_uid != getuid() || (st.st_mode & 077) != 0 ||
+        static_cast<size_t>(st.st_size) != bytes) {
+        close(fd);
+        throw std::runtime_error("shared segment " + name + " has the wrong owner, mode or size");
+    }
+    char *base = nullptr;
+    try {
+        base = map(fd, bytes, name);
+    } catch (...) {
+        close(fd);
+        throw;
+    }
+    close(fd);
+    return std::unique_ptr<ShmSegment>(new ShmSegment(name, base, bytes, false));
+}
+
+void ShmSegment::unlink()
+{
+    if (owner_ && linked_) shm_unlink(name_.c_str());
+    linked_ = false;
+}
+
+ShmSegment::~ShmSegment()
+{
+    unlink();
+    munmap(base_, bytes_);
+}
+
+}  // namespace gpurdma::transport

@@ -1,0 +1,94 @@
+#include "transport/slot_channels.h"
+
+#include <algorithm>
+#include <chrono>
+#include <stdexcept>
+#include <thread>
+
+namespace gpurdma::transport {
+
+SlotChannels::SlotChannels(int rank, int size, const PeerListFn &peers, int slots, size_t slot_size)
+    : rank_(rank), size_(size), peer_ranks_(peers(rank))
+{
+    layout_.neighbors = static_cast<int>(peer_ranks_.size());
+    layout_.slots = slots;
+    layout_.slot_size = slot_size;
+    links_.resize(peer_ranks_.size());
+    for (size_t i = 0; i < peer_ranks_.size(); ++i) {
+        Link &l = links_[i];
+        l.rank = peer_ranks_[i];
+        const std::vector<int> theirs = peers(l.rank);
+        const auto at = std::lower_bound(theirs.begin(), theirs.end(), rank);
+        if (at == theirs.end() || *at != rank) throw std::logic_error("peer relation is not symmetric");
+        l.index_there = static_cast<int>(at - theirs.begin());
+        l.remote = layout_;
+        l.remote.neighbors = static_cast<int>(theirs.size());
+    }
+}
+
+int SlotChannels::link_index(int peer) const
+{
+    const auto at = std::lower_bound(peer_ranks_.begin(), peer_ranks_.end(), peer);
+    return (at != peer_ranks_.end() && *at == peer) ? static_cast<int>(at - peer_ranks_.begin()) : -1;
+}
+
+uint64_t SlotChannels::load(size_t offset) const
+{
+    return __atomic_load_n(reinterpret_cast<const uint64_t *>(base_ + offset), __ATOMIC_ACQUIRE);
+}
+
+Poll SlotChannels::try_send(int peer, const void *src, size_t bytes)
+{
+    const int i = link_index(peer);
+    if (i < 0) {
+        error_ = "no channel to rank " + std::to_string(peer);
+        return Poll::Failed;
+    }
+    if (bytes > layout_.slot_size) {
+        error_ = "message of " + std::to_string(bytes) + " bytes exceeds the landing slot";
+        return Poll::Failed;
+    }
+    Link &l = links_[static_cast<size_t>(i)];
+    const uint64_t consumed = load(layout_.credit_offset(i));
+    if (l.sent - consumed >= static_cast<uint64_t>(layout_.slots)) return Poll::WouldBlock;
+    const int slot = static_cast<int>(l.sent % static_cast<uint64_t>(layout_.slots));
+    const Poll p = deliver(l, slot, src, bytes, l.sent + 1);
+    if (p != Poll::Done) return p;
+    ++l.sent;
+    bytes_sent_ += bytes;
+    return Poll::Done;
+}
+
+const void *SlotChannels::try_receive(int peer, size_t bytes)
+{
+    const int i = link_index(peer);
+    if (i < 0 || bytes > layout_.slot_size) return nullptr;
+    const Link &l = links_[static_cast<size_t>(i)];
+    const int slot = static_cast<int>(l.received % static_cast<uint64_t>(layout_.slots));
+    if (load(layout_.flag_offset(i, slot)) != l.received + 1) return nullptr;
+    return base_ + layout_.data_offset(i, slot);
+}
+
+void SlotChannels::release(int peer)
+{
+    const int i = link_index(peer);
+    if (i < 0) return;
+    Link &l = links_[static_cast<size_t>(i)];
+    ++l.received;
+    return_credit(l, l.received);
+}
+
+bool SlotChannels::drain(double timeout_s)
+{
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+    for (;;) {
+        bool all = true;
+        for (size_t i = 0; i < links_.size(); ++i)
+            if (load(layout_.credit_offset(static_cast<int>(i))) != links_[i].sent) all = false;
+        if (all && !sends_pending()) return true;
+        if (std::chrono::steady_clock::now() > deadline) return false;
+        if (progress() == 0) std::this_thread::yield();
+    }
+}
+
+}  // namespace gpurdma::transport

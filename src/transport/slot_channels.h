@@ -1,0 +1,71 @@
+// Credit-limited message channels through landing slots, independent of how bytes
+// reach the peer. Each rank owns a region laid out by ChannelLayout; a message is
+// written into the receiver's next slot and announced by that slot's flag (sequence
+// number + 1) once the data is visible; the receiver uses it in place and returns
+// the slot by writing its consumed count into the sender's credit word.
+// Subclasses say how data, flags and credits travel (UCX RMA, node shared memory).
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "transport/channel_layout.h"
+#include "transport/transport.h"
+
+namespace gpurdma::transport {
+
+// The sorted peer list of any rank for this medium (symmetric relation).
+using PeerListFn = std::function<std::vector<int>(int rank)>;
+
+class SlotChannels : public PeerTransport {
+public:
+    Poll try_send(int peer, const void *src, size_t bytes) override;
+    const void *try_receive(int peer, size_t bytes) override;
+    void release(int peer) override;
+    bool failed() const override { return !error_.empty(); }
+    const char *error() const override { return error_.c_str(); }
+
+    // Waits, with progress, at most timeout_s, until every message we sent has been
+    // consumed, so no peer writes into our region after it is released.
+    bool drain(double timeout_s);
+    bool has_peer(int peer) const { return link_index(peer) >= 0; }
+    uint64_t bytes_sent() const { return bytes_sent_; }
+    const ChannelLayout &layout() const { return layout_; }
+
+protected:
+    struct Link {
+        int rank = -1;
+        int index_there = -1;  // our index in the peer's list
+        ChannelLayout remote;  // the peer's region layout
+        uint64_t sent = 0;
+        uint64_t received = 0;
+    };
+
+    SlotChannels(int rank, int size, const PeerListFn &peers, int slots, size_t slot_size);
+    // Must be called once the region exists.
+    void attach_region(char *base) { base_ = base; }
+
+    // Write bytes into the peer's slot, then (ordered after it) the slot flag.
+    virtual Poll deliver(Link &link, int slot, const void *src, size_t bytes, uint64_t flag) = 0;
+    // Write the consumed count into the peer's credit word for us.
+    virtual void return_credit(Link &link, uint64_t consumed) = 0;
+    // Drives the medium (no-op for memory-mapped ones).
+    virtual unsigned progress() { return 0; }
+
+    int link_index(int peer) const;
+    uint64_t load(size_t offset) const;
+
+    int rank_;
+    int size_;
+    ChannelLayout layout_;
+    std::vector<int> peer_ranks_;
+    std::vector<Link> links_;
+    std::string error_;
+    uint64_t bytes_sent_ = 0;
+
+private:
+    char *base_ = nullptr;
+};
+
+}  // namespace gpurdma::transport
