@@ -54,11 +54,40 @@ gpurdma_comm::~gpurdma_comm()
     release_transports();
 }
 
+void gpurdma_comm::log_summary(std::chrono::steady_clock::time_point t0) const
+{
+    using gpurdma::plan::algorithm_name;
+    using gpurdma::plan::choose_algorithm;
+    const auto &cfg = context->config;
+    const auto &p = context->plan;
+    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    std::set<std::string> distinct(hosts_.begin(), hosts_.end());
+    const size_t small = std::min(p.small_msg_max, p.chunk_size);
+    context->log.log(1,
+                     "%s: %d ranks on %zu host(s), %s; intra-node: shared memory, inter-node: UCX RMA; "
+                     "up to %s: %s, above: %s (%s chunks x %d slots); set-up %.1f ms",
+                     name.c_str(), size, distinct.size(), topo_.summary().c_str(), format_bytes(small).c_str(),
+                     algorithm_name(choose_algorithm(topo_, small, p)),
+                     algorithm_name(choose_algorithm(topo_, p.chunk_size + 1, p)), format_bytes(p.chunk_size).c_str(),
+                     cfg.slots, ms);
+    if (topo_.nodes() < 2) return;
+    // One line per node: its ranks and which rank carries each slice (rail) between nodes.
+    for (int k = 0; k < topo_.nodes(); ++k) {
+        const auto &m = topo_.members[static_cast<size_t>(k)];
+        std::string ranks, rails;
+        for (size_t i = 0; i < m.size(); ++i) ranks += (i ? "," : "") + std::to_string(m[i]);
+        for (int sl = 0; sl < topo_.max_ppn(); ++sl)
+            rails += (sl ? " " : "") + std::to_string(sl) + ":" + std::to_string(m[static_cast<size_t>(sl) % m.size()]);
+        context->log.log(1, "%s:   node %d (%s): ranks %s; rail owners %s", name.c_str(), k,
+                         topo_.node_names[static_cast<size_t>(k)].c_str(), ranks.c_str(), rails.c_str());
+    }
+}
+
 std::vector<int> gpurdma_comm::remote_peers(int r) const
 {
     // The schedules' peers of r that live on other nodes (symmetric, sorted).
     std::vector<int> out;
-    for (int p : gpurdma::plan::neighbors(size, r))
+    for (int p : gpurdma::plan::peers(topo_, r))
         if (topo_.node_of[p] != topo_.node_of[r]) out.push_back(p);
     return out;
 }
@@ -233,19 +262,7 @@ gpurdma_status_t gpurdma_comm::ensure_setup()
     setup_ = SetupState::Ready;
     ++stats.setups;
     stats.registrations += ucx_ ? 1 : 0;
-    if (rank == 0 && context->log.enabled(1)) {
-        const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-        std::set<std::string> distinct(hosts_.begin(), hosts_.end());
-        const auto &p = context->plan;
-        context->log.log(1,
-                         "%s: %d ranks on %zu host(s), %s; intra-node: shared memory, inter-node: UCX RMA; "
-                         "algorithm %s (recursive doubling up to %s, ring above; %s chunks x %d slots); "
-                         "set-up %.1f ms",
-                         name.c_str(), size, distinct.size(), topo_.summary().c_str(),
-                         gpurdma::plan::algorithm_name(p.algorithm),
-                         format_bytes(std::min(p.small_msg_max, p.chunk_size)).c_str(),
-                         format_bytes(p.chunk_size).c_str(), cfg.slots, ms);
-    }
+    if (rank == 0 && context->log.enabled(1)) log_summary(t0);
     return GPURDMA_OK;
 }
 
@@ -256,7 +273,7 @@ const Schedule &gpurdma_comm::schedule_for(size_t count, size_t elem_size, bool 
     if (it != schedules_.end()) return it->second;
     if (schedules_.size() >= kMaxCachedSchedules) schedules_.clear();
     return schedules_
-        .emplace(key, gpurdma::plan::build(size, rank, count, elem_size, in_place, context->plan))
+        .emplace(key, gpurdma::plan::build(topo_, rank, count, elem_size, in_place, context->plan))
         .first->second;
 }
 

@@ -2,6 +2,7 @@
 // the wait loop that drives a schedule with progress, yielding and a timeout.
 #pragma once
 
+#include <chrono>
 #include <map>
 #include <memory>
 #include <string>
@@ -40,6 +41,7 @@ private:
     std::string setup_connect(const std::vector<std::string> &blobs);
     void release_transports();
     std::vector<int> remote_peers(int r) const;
+    void log_summary(std::chrono::steady_clock::time_point t0) const;
     bool exchange(const std::string &mine, std::vector<std::string> *all);
     const gpurdma::plan::Schedule &schedule_for(size_t count, size_t elem_size, bool in_place);
     gpurdma_status_t run(const gpurdma::plan::Schedule &schedule, const void *sendbuf, void *recvbuf,

@@ -1,5 +1,6 @@
 #include "exec/simulator.h"
 
+#include <algorithm>
 #include <deque>
 #include <map>
 #include <memory>
@@ -35,7 +36,8 @@ private:
 
 class SimTransport : public transport::PeerTransport {
 public:
-    SimTransport(Fabric &fabric, int rank, int size) : fabric_(fabric), rank_(rank), size_(size) {}
+    SimTransport(Fabric &fabric, int rank, int size, std::vector<int> peers)
+        : fabric_(fabric), rank_(rank), size_(size), peers_(std::move(peers)) {}
 
     transport::Poll try_send(int peer, const void *src, size_t bytes) override
     {
@@ -77,10 +79,12 @@ public:
     bool mismatch() const { return mismatch_; }
 
 private:
+    // Only peers the plan declared may be used: the real transports have no others.
     bool valid(int peer)
     {
-        if (peer >= 0 && peer < size_ && peer != rank_) return true;
-        error_ = "invalid peer " + std::to_string(peer);
+        if (peer >= 0 && peer < size_ && peer != rank_ && std::binary_search(peers_.begin(), peers_.end(), peer))
+            return true;
+        error_ = "peer " + std::to_string(peer) + " is not in plan::peers of rank " + std::to_string(rank_);
         mismatch_ = true;
         return false;
     }
@@ -88,6 +92,7 @@ private:
     Fabric &fabric_;
     int rank_;
     int size_;
+    std::vector<int> peers_;
     std::string error_;
     bool mismatch_ = false;
 };
@@ -96,6 +101,14 @@ private:
 
 SimulationResult simulate(const std::vector<std::vector<char>> &inputs, size_t count,
                           gpurdma_dtype_t dtype, gpurdma_op_t op, bool in_place,
+                          const plan::PlanParams &params, int slots)
+{
+    return simulate(plan::single_node(static_cast<int>(inputs.size())), inputs, count, dtype, op, in_place,
+                    params, slots);
+}
+
+SimulationResult simulate(const topo::Topology &topo, const std::vector<std::vector<char>> &inputs,
+                          size_t count, gpurdma_dtype_t dtype, gpurdma_op_t op, bool in_place,
                           const plan::PlanParams &params, int slots)
 {
     SimulationResult result;
@@ -108,12 +121,12 @@ SimulationResult simulate(const std::vector<std::vector<char>> &inputs, size_t c
     result.outputs.resize(size);
     schedules.reserve(size);
     for (int r = 0; r < size; ++r) {
-        schedules.push_back(plan::build(size, r, count, elem, in_place, params));
+        schedules.push_back(plan::build(topo, r, count, elem, in_place, params));
         result.outputs[r].assign(count * elem, 0);
         if (in_place) result.outputs[r] = inputs[r];
     }
     for (int r = 0; r < size; ++r) {
-        transports.push_back(std::make_unique<SimTransport>(fabric, r, size));
+        transports.push_back(std::make_unique<SimTransport>(fabric, r, size, plan::peers(topo, r)));
         executors.push_back(std::make_unique<Executor>(schedules[r], *transports[r], op, dtype,
                                                        in_place ? nullptr : inputs[r].data(),
                                                        result.outputs[r].data()));

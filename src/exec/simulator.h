@@ -26,4 +26,9 @@ SimulationResult simulate(const std::vector<std::vector<char>> &inputs, size_t c
                           gpurdma_dtype_t dtype, gpurdma_op_t op, bool in_place,
                           const plan::PlanParams &params, int slots);
 
+// The same on a given topology (nodes of any sizes); topo.size == inputs.size().
+SimulationResult simulate(const topo::Topology &topo, const std::vector<std::vector<char>> &inputs,
+                          size_t count, gpurdma_dtype_t dtype, gpurdma_op_t op, bool in_place,
+                          const plan::PlanParams &params, int slots);
+
 }  // namespace gpurdma::exec

@@ -8,35 +8,74 @@ namespace gpurdma::plan {
 
 namespace {
 
-Step local_copy(Buf dst, Buf src, size_t bytes)
-{
-    return Step{StepKind::Copy, Phase::Local, false, -1, dst, src, 0, 0, bytes};
-}
-
-// Element range [first, first + count) of segment i when count elements are split
-// into n nearly equal segments (the first count % n get one more).
+// Element range [first, first + count).
 struct Range {
     size_t first;
     size_t count;
 };
 
-Range segment(size_t count, int n, int i)
+// Segment i of `count` elements split into n nearly equal parts (the first count % n
+// get one more), offset by `base`.
+Range segment(size_t base, size_t count, int n, int i)
 {
-    const size_t base = count / static_cast<size_t>(n);
+    const size_t b = count / static_cast<size_t>(n);
     const size_t extra = count % static_cast<size_t>(n);
     const size_t idx = static_cast<size_t>(i);
-    return Range{idx * base + std::min(idx, extra), base + (idx < extra ? 1 : 0)};
+    return Range{base + idx * b + std::min(idx, extra), b + (idx < extra ? 1 : 0)};
 }
 
-size_t pieces_of(const Range &r, size_t piece_elems)
-{
-    return (r.count + piece_elems - 1) / piece_elems;
-}
+size_t pieces_of(const Range &r, size_t piece_elems) { return (r.count + piece_elems - 1) / piece_elems; }
 
 Range piece(const Range &r, size_t piece_elems, size_t p)
 {
     const size_t first = r.first + p * piece_elems;
     return Range{first, std::min(piece_elems, r.first + r.count - first)};
+}
+
+Step send(Phase ph, int peer, Buf src, size_t off, size_t bytes)
+{
+    return Step{StepKind::Send, ph, false, peer, Buf::Recv, src, 0, off, bytes};
+}
+
+Step recv_reduce(Phase ph, int peer, bool landed_first, Buf local, size_t off, size_t bytes)
+{
+    return Step{StepKind::RecvReduce, ph, landed_first, peer, Buf::Recv, local, off, off, bytes};
+}
+
+Step recv_copy(Phase ph, int peer, size_t off, size_t bytes)
+{
+    return Step{StepKind::RecvCopy, ph, false, peer, Buf::Recv, Buf::Recv, off, 0, bytes};
+}
+
+Step local_copy(size_t off, size_t bytes)
+{
+    return Step{StepKind::Copy, Phase::Local, false, -1, Buf::Recv, Buf::Send, off, off, bytes};
+}
+
+Schedule empty_schedule(const char *algorithm, int size, int rank, size_t count, size_t elem_size)
+{
+    Schedule s;
+    s.algorithm = algorithm;
+    s.rank = rank;
+    s.size = size;
+    s.bytes = count * elem_size;
+    s.elem_size = elem_size;
+    return s;
+}
+
+// The rank of node `node` that owns slice s: slices go round-robin over the node's ranks.
+int owner(const topo::Topology &t, int node, int s)
+{
+    const auto &m = t.members[static_cast<size_t>(node)];
+    return m[static_cast<size_t>(s) % m.size()];
+}
+
+Group rail(const topo::Topology &t, int s, int my_node)
+{
+    Group g;
+    for (int k = 0; k < t.nodes(); ++k) g.ranks.push_back(owner(t, k, s));
+    g.me = my_node;
+    return g;
 }
 
 }  // namespace
@@ -46,6 +85,7 @@ bool parse_algorithm(const std::string &text, Algorithm *out)
     if (text == "auto" || text.empty()) *out = Algorithm::Auto;
     else if (text == "ring") *out = Algorithm::Ring;
     else if (text == "rd" || text == "recursive_doubling") *out = Algorithm::RecursiveDoubling;
+    else if (text == "hier" || text == "hierarchical") *out = Algorithm::Hierarchical;
     else return false;
     return true;
 }
@@ -56,146 +96,223 @@ const char *algorithm_name(Algorithm algorithm)
     case Algorithm::Auto: return "auto";
     case Algorithm::Ring: return "ring";
     case Algorithm::RecursiveDoubling: return "recursive-doubling";
+    case Algorithm::Hierarchical: return "hierarchical";
     }
     return "unknown";
 }
 
-Algorithm choose_algorithm(size_t bytes, const PlanParams &params)
+Algorithm choose_algorithm(const topo::Topology &topo, size_t bytes, const PlanParams &params)
 {
     const bool fits_slot = bytes <= params.chunk_size;
+    const bool multi_level = topo.nodes() > 1 && topo.max_ppn() > 1;
     switch (params.algorithm) {
     case Algorithm::Ring: return Algorithm::Ring;
-    case Algorithm::RecursiveDoubling:
-        return fits_slot ? Algorithm::RecursiveDoubling : Algorithm::Ring;
+    case Algorithm::RecursiveDoubling: return fits_slot ? Algorithm::RecursiveDoubling : Algorithm::Ring;
+    case Algorithm::Hierarchical: return Algorithm::Hierarchical;
     case Algorithm::Auto: break;
     }
-    return (fits_slot && bytes <= params.small_msg_max) ? Algorithm::RecursiveDoubling
-                                                        : Algorithm::Ring;
+    if (fits_slot && bytes <= params.small_msg_max) return Algorithm::RecursiveDoubling;
+    return multi_level ? Algorithm::Hierarchical : Algorithm::Ring;
 }
 
-Schedule build_ring(int size, int rank, size_t count, size_t elem_size, size_t chunk_size)
+void append_ring(std::vector<Step> &steps, const Group &g, Buf own, size_t first, size_t count, size_t elem,
+                 size_t chunk_size)
 {
-    Schedule s;
-    s.algorithm = "ring";
-    s.rank = rank;
-    s.size = size;
-    s.bytes = count * elem_size;
-    s.elem_size = elem_size;
-    const int right = (rank + 1) % size;
-    const int left = (rank + size - 1) % size;
-    const size_t piece_elems = std::max<size_t>(1, chunk_size / elem_size);
-    auto wrap = [size](int i) { return ((i % size) + size) % size; };
+    const int n = g.size();
+    if (n < 2 || count == 0) return;
+    const int right = g.ranks[static_cast<size_t>((g.me + 1) % n)];
+    const int left = g.ranks[static_cast<size_t>((g.me + n - 1) % n)];
+    const size_t piece_elems = std::max<size_t>(1, chunk_size / elem);
+    auto wrap = [n](int i) { return ((i % n) + n) % n; };
 
-    // Reduce-scatter: at step t, send segment rank-t, fold segment rank-t-1 in.
-    // Afterwards this rank owns the full reduction of segment rank+1.
-    for (int t = 0; t + 1 < size; ++t) {
-        const Range out = segment(count, size, wrap(rank - t));
-        const Range in = segment(count, size, wrap(rank - t - 1));
+    // Reduce-scatter: at step t, send segment me-t, fold segment me-t-1 in; this
+    // rank ends up owning the full reduction of segment me+1.
+    for (int t = 0; t + 1 < n; ++t) {
+        const Range out = segment(first, count, n, wrap(g.me - t));
+        const Range in = segment(first, count, n, wrap(g.me - t - 1));
         const size_t n_out = pieces_of(out, piece_elems), n_in = pieces_of(in, piece_elems);
         for (size_t p = 0; p < std::max(n_out, n_in); ++p) {
             if (p < n_out) {
                 const Range r = piece(out, piece_elems, p);
-                // Step 0 sends this rank's own contribution; later steps the partial sums.
-                s.steps.push_back(Step{StepKind::Send, Phase::RingReduceScatter, false, right,
-                                       Buf::Recv, t == 0 ? Buf::Send : Buf::Recv, 0,
-                                       r.first * elem_size, r.count * elem_size});
+                // Step 0 sends this rank's own contribution; later steps partial sums.
+                steps.push_back(send(Phase::RingReduceScatter, right, t == 0 ? own : Buf::Recv, r.first * elem,
+                                     r.count * elem));
             }
             if (p < n_in) {
                 const Range r = piece(in, piece_elems, p);
-                s.steps.push_back(Step{StepKind::RecvReduce, Phase::RingReduceScatter, true, left,
-                                       Buf::Recv, Buf::Send, r.first * elem_size,
-                                       r.first * elem_size, r.count * elem_size});
+                steps.push_back(recv_reduce(Phase::RingReduceScatter, left, true, own, r.first * elem, r.count * elem));
             }
         }
     }
-    // Allgather: at step t, forward segment rank+1-t, receive segment rank-t.
-    for (int t = 0; t + 1 < size; ++t) {
-        const Range out = segment(count, size, wrap(rank + 1 - t));
-        const Range in = segment(count, size, wrap(rank - t));
+    // Allgather: at step t, forward segment me+1-t, receive segment me-t.
+    for (int t = 0; t + 1 < n; ++t) {
+        const Range out = segment(first, count, n, wrap(g.me + 1 - t));
+        const Range in = segment(first, count, n, wrap(g.me - t));
         const size_t n_out = pieces_of(out, piece_elems), n_in = pieces_of(in, piece_elems);
         for (size_t p = 0; p < std::max(n_out, n_in); ++p) {
             if (p < n_out) {
                 const Range r = piece(out, piece_elems, p);
-                s.steps.push_back(Step{StepKind::Send, Phase::RingAllgather, false, right, Buf::Recv,
-                                       Buf::Recv, 0, r.first * elem_size, r.count * elem_size});
+                steps.push_back(send(Phase::RingAllgather, right, Buf::Recv, r.first * elem, r.count * elem));
             }
             if (p < n_in) {
                 const Range r = piece(in, piece_elems, p);
-                s.steps.push_back(Step{StepKind::RecvCopy, Phase::RingAllgather, false, left,
-                                       Buf::Recv, Buf::Recv, r.first * elem_size, 0,
-                                       r.count * elem_size});
+                steps.push_back(recv_copy(Phase::RingAllgather, left, r.first * elem, r.count * elem));
             }
         }
     }
-    return s;
 }
 
-Schedule build_recursive_doubling(int size, int rank, size_t count, size_t elem_size)
+void append_recursive_doubling(std::vector<Step> &steps, const Group &g, size_t first, size_t count, size_t elem)
 {
-    Schedule s;
-    s.algorithm = "recursive-doubling";
-    s.rank = rank;
-    s.size = size;
-    s.bytes = count * elem_size;
-    s.elem_size = elem_size;
-    const size_t bytes = s.bytes;
-    const int p2 = power_of_two_floor(size);
-    auto send = [&](Phase ph, int peer) {
-        s.steps.push_back(Step{StepKind::Send, ph, false, peer, Buf::Recv, Buf::Recv, 0, 0, bytes});
-    };
-    // All steps work on the receive buffer: the caller's plan copies the input there first.
-    if (rank >= p2) {
-        const int partner = rank - p2;
-        send(Phase::RdFoldIn, partner);
-        s.steps.push_back(Step{StepKind::RecvCopy, Phase::RdFoldOut, false, partner, Buf::Recv,
-                               Buf::Recv, 0, 0, bytes});
-        return s;
+    const int n = g.size();
+    if (n < 2 || count == 0) return;
+    const size_t off = first * elem, bytes = count * elem;
+    const int p2 = power_of_two_floor(n);
+    auto rank_of = [&g](int i) { return g.ranks[static_cast<size_t>(i)]; };
+    if (g.me >= p2) {
+        const int partner = rank_of(g.me - p2);
+        steps.push_back(send(Phase::RdFoldIn, partner, Buf::Recv, off, bytes));
+        steps.push_back(recv_copy(Phase::RdFoldOut, partner, off, bytes));
+        return;
     }
-    const int extra = rank + p2;
-    if (extra < size) {
-        // The extra rank is higher, so its contribution goes second.
-        s.steps.push_back(Step{StepKind::RecvReduce, Phase::RdFoldIn, false, extra, Buf::Recv,
-                               Buf::Recv, 0, 0, bytes});
-    }
+    const bool has_extra = g.me + p2 < n;
+    // The extra member is later in the group, so its contribution goes second.
+    if (has_extra) steps.push_back(recv_reduce(Phase::RdFoldIn, rank_of(g.me + p2), false, Buf::Recv, off, bytes));
     for (int mask = 1; mask < p2; mask <<= 1) {
-        const int partner = rank ^ mask;
-        send(Phase::RdExchange, partner);
-        // Lower rank's value first, on both sides, so both compute the same bits.
-        s.steps.push_back(Step{StepKind::RecvReduce, Phase::RdExchange, partner < rank, partner,
-                               Buf::Recv, Buf::Recv, 0, 0, bytes});
+        const int partner = g.me ^ mask;
+        steps.push_back(send(Phase::RdExchange, rank_of(partner), Buf::Recv, off, bytes));
+        // The earlier member's value first, on both sides: both compute the same bits.
+        steps.push_back(recv_reduce(Phase::RdExchange, rank_of(partner), partner < g.me, Buf::Recv, off, bytes));
     }
-    if (extra < size) send(Phase::RdFoldOut, extra);
+    if (has_extra) steps.push_back(send(Phase::RdFoldOut, rank_of(g.me + p2), Buf::Recv, off, bytes));
+}
+
+Schedule build_hierarchical(const topo::Topology &t, int rank, size_t count, size_t elem, const PlanParams &params)
+{
+    Schedule s = empty_schedule("hierarchical", t.size, rank, count, elem);
+    const int node = t.node_of[static_cast<size_t>(rank)];
+    const auto &members = t.members[static_cast<size_t>(node)];
+    const int slices = t.max_ppn();
+    const size_t piece_elems = std::max<size_t>(1, params.chunk_size / elem);
+    const size_t block_elems = piece_elems * static_cast<size_t>(slices);
+    const size_t blocks = (count + block_elems - 1) / block_elems;
+    auto slice_of = [&](size_t b, int sl) {
+        const size_t base = b * block_elems;
+        return segment(base, std::min(block_elems, count - base), slices, sl);
+    };
+    // Slices are handled in order, each by all ranks of the node at once (owner
+    // receives, the others send): no rank waits on a slice its peers have not reached,
+    // so one landing slot per peer is enough, whatever the node sizes.
+    auto node_reduce_scatter = [&](size_t b) {
+        for (int sl = 0; sl < slices; ++sl) {
+            const Range r = slice_of(b, sl);
+            const int o = owner(t, node, sl);
+            if (!r.count) continue;
+            if (o != rank) {
+                s.steps.push_back(send(Phase::NodeReduceScatter, o, Buf::Send, r.first * elem, r.count * elem));
+            } else if (members.size() == 1) {
+                s.steps.push_back(local_copy(r.first * elem, r.count * elem));
+            } else {
+                bool first_in = true;
+                for (int m : members) {
+                    if (m == rank) continue;
+                    s.steps.push_back(recv_reduce(Phase::NodeReduceScatter, m, m < rank,
+                                                  first_in ? Buf::Send : Buf::Recv, r.first * elem, r.count * elem));
+                    first_in = false;
+                }
+            }
+        }
+    };
+    auto inter_node = [&](size_t b) {
+        if (t.nodes() < 2) return;
+        for (int sl = 0; sl < slices; ++sl) {
+            const Range r = slice_of(b, sl);
+            if (!r.count || owner(t, node, sl) != rank) continue;
+            const Group g = rail(t, sl, node);
+            if (r.count * elem <= params.small_msg_max) append_recursive_doubling(s.steps, g, r.first, r.count, elem);
+            else append_ring(s.steps, g, Buf::Recv, r.first, r.count, elem, params.chunk_size);
+        }
+    };
+    auto node_allgather = [&](size_t b) {
+        if (members.size() < 2) return;
+        for (int sl = 0; sl < slices; ++sl) {
+            const Range r = slice_of(b, sl);
+            const int o = owner(t, node, sl);
+            if (!r.count) continue;
+            if (o != rank) {
+                s.steps.push_back(recv_copy(Phase::NodeAllgather, o, r.first * elem, r.count * elem));
+                continue;
+            }
+            for (int m : members)
+                if (m != rank) s.steps.push_back(send(Phase::NodeAllgather, m, Buf::Recv, r.first * elem, r.count * elem));
+        }
+    };
+    // Software pipeline: block b is in the node stage while b-1 crosses the network
+    // and b-2 is gathered back.
+    for (size_t tick = 0; tick < blocks + 2; ++tick) {
+        if (tick < blocks) node_reduce_scatter(tick);
+        if (tick >= 1 && tick - 1 < blocks) inter_node(tick - 1);
+        if (tick >= 2 && tick - 2 < blocks) node_allgather(tick - 2);
+    }
     return s;
 }
 
-Schedule build(int size, int rank, size_t count, size_t elem_size, bool in_place,
-               const PlanParams &params)
+topo::Topology single_node(int size)
 {
-    const size_t bytes = count * elem_size;
-    if (count == 0) {
-        Schedule s;
-        s.algorithm = "empty";
-        s.rank = rank;
-        s.size = size;
-        s.elem_size = elem_size;
-        return s;
-    }
+    std::string unused;
+    return topo::build_topology(std::vector<std::string>(static_cast<size_t>(size), "localhost"), "", &unused);
+}
+
+Schedule build(const topo::Topology &t, int rank, size_t count, size_t elem, bool in_place, const PlanParams &params)
+{
+    const int size = t.size;
+    if (count == 0) return empty_schedule("empty", size, rank, 0, elem);
+    const size_t bytes = count * elem;
     if (size == 1) {
-        Schedule s;
-        s.algorithm = "copy";
-        s.rank = rank;
-        s.size = size;
-        s.bytes = bytes;
-        s.elem_size = elem_size;
-        if (!in_place) s.steps.push_back(local_copy(Buf::Recv, Buf::Send, bytes));
+        Schedule s = empty_schedule("copy", size, rank, count, elem);
+        if (!in_place) s.steps.push_back(local_copy(0, bytes));
         return s;
     }
-    if (choose_algorithm(bytes, params) == Algorithm::RecursiveDoubling) {
-        Schedule s = build_recursive_doubling(size, rank, count, elem_size);
-        if (!in_place) s.steps.insert(s.steps.begin(), local_copy(Buf::Recv, Buf::Send, bytes));
+    Group all;
+    for (int r = 0; r < size; ++r) all.ranks.push_back(r);
+    all.me = rank;
+    switch (choose_algorithm(t, bytes, params)) {
+    case Algorithm::Hierarchical: return build_hierarchical(t, rank, count, elem, params);
+    case Algorithm::RecursiveDoubling: {
+        Schedule s = empty_schedule("recursive-doubling", size, rank, count, elem);
+        if (!in_place) s.steps.push_back(local_copy(0, bytes));
+        append_recursive_doubling(s.steps, all, 0, count, elem);
         return s;
     }
-    return build_ring(size, rank, count, elem_size, params.chunk_size);
+    default: {
+        Schedule s = empty_schedule("ring", size, rank, count, elem);
+        append_ring(s.steps, all, Buf::Send, 0, count, elem, params.chunk_size);
+        return s;
+    }
+    }
+}
+
+Schedule build(int size, int rank, size_t count, size_t elem, bool in_place, const PlanParams &params)
+{
+    return build(single_node(size), rank, count, elem, in_place, params);
+}
+
+std::vector<int> peers(const topo::Topology &t, int rank)
+{
+    std::vector<int> out = neighbors(t.size, rank);
+    const int node = t.node_of[static_cast<size_t>(rank)];
+    for (int m : t.members[static_cast<size_t>(node)]) out.push_back(m);
+    if (t.nodes() > 1) {
+        for (int sl = 0; sl < t.max_ppn(); ++sl) {
+            if (owner(t, node, sl) != rank) continue;
+            const Group g = rail(t, sl, node);
+            for (int k : neighbors(g.size(), g.me)) out.push_back(g.ranks[static_cast<size_t>(k)]);
+        }
+    }
+    std::sort(out.begin(), out.end());
+    out.erase(std::unique(out.begin(), out.end()), out.end());
+    out.erase(std::remove(out.begin(), out.end(), rank), out.end());
+    return out;
 }
 
 }  // namespace gpurdma::plan

@@ -3,14 +3,16 @@
 
 #include <cstddef>
 #include <string>
+#include <vector>
 
 #include "plan/schedule.h"
+#include "topo/topology.h"
 
 namespace gpurdma::plan {
 
-enum class Algorithm { Auto, Ring, RecursiveDoubling };
+enum class Algorithm { Auto, Ring, RecursiveDoubling, Hierarchical };
 
-// Parses "auto", "ring", "rd" / "recursive_doubling"; false for anything else.
+// Parses "auto", "ring", "rd" / "recursive_doubling", "hier" / "hierarchical".
 bool parse_algorithm(const std::string &text, Algorithm *out);
 const char *algorithm_name(Algorithm algorithm);
 
@@ -20,20 +22,46 @@ struct PlanParams {
     Algorithm algorithm = Algorithm::Auto;
 };
 
-// The algorithm `auto` resolves to for this message. Recursive doubling only fits a
-// message into one landing slot, so it is never chosen for larger ones.
-Algorithm choose_algorithm(size_t bytes, const PlanParams &params);
+// An ordered set of ranks working together and this rank's index in it.
+struct Group {
+    std::vector<int> ranks;
+    int me = 0;
+    int size() const { return static_cast<int>(ranks.size()); }
+};
 
-// Bandwidth-optimal: ring reduce-scatter then ring allgather, pipelined in pieces of
-// at most chunk_size bytes (whole elements).
-Schedule build_ring(int size, int rank, size_t count, size_t elem_size, size_t chunk_size);
+// The algorithm used for a message of `bytes` on this topology.
+Algorithm choose_algorithm(const topo::Topology &topo, size_t bytes, const PlanParams &params);
 
-// Latency-optimal for small messages: recursive doubling, with ranks beyond the
-// largest power of two folding in before and out after. bytes <= chunk_size.
-Schedule build_recursive_doubling(int size, int rank, size_t count, size_t elem_size);
+// Ring reduce-scatter + allgather of Recv[first, first + count) among the group,
+// pipelined in pieces of at most chunk_size bytes. The rank's own contribution is
+// read from `own` (Send or Recv), results land in Recv.
+void append_ring(std::vector<Step> &steps, const Group &g, Buf own, size_t first, size_t count, size_t elem_size,
+                 size_t chunk_size);
 
-// The schedule for one call (size 1 gives a local copy; count 0 gives nothing to do).
-Schedule build(int size, int rank, size_t count, size_t elem_size, bool in_place,
+// Recursive doubling on Recv[first, first + count) in place (own data already in
+// Recv); ranks beyond the largest power of two fold in before and out after.
+void append_recursive_doubling(std::vector<Step> &steps, const Group &g, size_t first, size_t count,
+                               size_t elem_size);
+
+// Topology-aware: node reduce-scatter of S = max ranks-per-node slices to their
+// owners, allreduce of each slice among its owners on all nodes (one rail per
+// slice), node allgather; pipelined over blocks of S x chunk so that the stages of
+// consecutive blocks overlap. Handles nodes of different sizes.
+Schedule build_hierarchical(const topo::Topology &topo, int rank, size_t count, size_t elem_size,
+                            const PlanParams &params);
+
+// The schedule for one call: size 1 gives a local copy, count 0 nothing to do.
+Schedule build(const topo::Topology &topo, int rank, size_t count, size_t elem_size, bool in_place,
                const PlanParams &params);
+
+// Flat-only convenience (one node): the whole group as one ring / RD.
+Schedule build(int size, int rank, size_t count, size_t elem_size, bool in_place, const PlanParams &params);
+
+// A topology of one node holding `size` ranks (tests, one-host runs).
+topo::Topology single_node(int size);
+
+// For each rank, the ranks any schedule on this topology may exchange messages with
+// (sorted, symmetric).
+std::vector<int> peers(const topo::Topology &topo, int rank);
 
 }  // namespace gpurdma::plan

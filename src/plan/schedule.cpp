@@ -11,6 +11,8 @@ const char *phase_name(Phase phase)
     case Phase::RdFoldIn: return "recursive-doubling fold-in";
     case Phase::RdExchange: return "recursive-doubling exchange";
     case Phase::RdFoldOut: return "recursive-doubling fold-out";
+    case Phase::NodeReduceScatter: return "node reduce-scatter";
+    case Phase::NodeAllgather: return "node allgather";
     }
     return "unknown";
 }

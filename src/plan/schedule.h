@@ -21,7 +21,16 @@ enum class StepKind : uint8_t {
 };
 
 // Named stages for messages ("timeout in ring reduce-scatter waiting on rank 3").
-enum class Phase : uint8_t { Local, RingReduceScatter, RingAllgather, RdFoldIn, RdExchange, RdFoldOut };
+enum class Phase : uint8_t {
+    Local,
+    RingReduceScatter,
+    RingAllgather,
+    RdFoldIn,
+    RdExchange,
+    RdFoldOut,
+    NodeReduceScatter,  // hierarchical stage 1: slices to their owners on the node
+    NodeAllgather,      // hierarchical stage 3: reduced slices back to the node
+};
 
 const char *phase_name(Phase phase);
 const char *step_kind_name(StepKind kind);

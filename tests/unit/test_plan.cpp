@@ -45,12 +45,16 @@ TEST(Planner, ParseAlgorithm)
     EXPECT_EQ(a, Algorithm::Ring);
     EXPECT_TRUE(parse_algorithm("rd", &a));
     EXPECT_EQ(a, Algorithm::RecursiveDoubling);
+    EXPECT_TRUE(parse_algorithm("hier", &a));
+    EXPECT_EQ(a, Algorithm::Hierarchical);
     EXPECT_FALSE(parse_algorithm("tree", &a));
     EXPECT_FALSE(parse_algorithm("RING ", &a));
 }
 
 TEST(Planner, ChoosesByMessageSize)
 {
+    const auto one = single_node(4);
+    auto choose_algorithm = [&one](size_t bytes, const PlanParams &p) { return gpurdma::plan::choose_algorithm(one, bytes, p); };
     PlanParams p;
     p.chunk_size = 256 * 1024;
     p.small_msg_max = 16 * 1024;
@@ -80,7 +84,7 @@ static void expect_matched(int n, size_t count, size_t elem, const PlanParams &p
                 received[{st.peer, r}].push_back(st.bytes);
             }
             if (st.peer >= 0) {
-                const auto nb = neighbors(n, r);
+                const auto nb = peers(single_node(n), r);
                 EXPECT_TRUE(std::binary_search(nb.begin(), nb.end(), st.peer));
             }
         }
@@ -99,8 +103,11 @@ TEST(Planner, SendsMatchReceives)
 
 TEST(Planner, RingPiecesAreWholeElementsWithinChunk)
 {
-    const Schedule s = build_ring(4, 1, 1001, 12, 100);
-    for (const auto &st : s.steps) {
+    Group g{{0, 1, 2, 3}, 1};
+    std::vector<Step> steps;
+    append_ring(steps, g, Buf::Send, 0, 1001, 12, 100);
+    ASSERT_FALSE(steps.empty());
+    for (const auto &st : steps) {
         EXPECT_EQ(st.bytes % 12, 0u);
         EXPECT_LE(st.bytes, 100u);
         EXPECT_GT(st.bytes, 0u);
@@ -120,9 +127,11 @@ TEST(Planner, LocalCasesNeedNoMessages)
 TEST(Planner, SizesDoNotOverflowPast4GiB)
 {
     // 600M doubles = 4.8 GB: offsets must be size_t all the way.
-    const Schedule s = build_ring(2, 0, 600000000ul, 8, 64ul << 20);
+    Group g{{0, 1}, 0};
+    std::vector<Step> steps;
+    append_ring(steps, g, Buf::Send, 0, 600000000ul, 8, 64ul << 20);
     size_t max_end = 0;
-    for (const auto &st : s.steps)
+    for (const auto &st : steps)
         max_end = std::max(max_end, std::max(st.dst_off, st.src_off) + st.bytes);
     EXPECT_EQ(max_end, 600000000ul * 8);
 }

@@ -143,3 +143,104 @@ TEST(Simulator, LargeShape512Ranks)
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     std::printf("[          ] 512 ranks x 4099 int32, ring + 3 ops: %.2f s\n", s);
 }
+
+namespace {
+
+gpurdma::topo::Topology nodes_of(const std::vector<int> &sizes, bool interleave = false)
+{
+    // Host names per rank; interleaved placement puts consecutive ranks on different nodes.
+    std::vector<std::string> hosts;
+    if (!interleave) {
+        for (size_t k = 0; k < sizes.size(); ++k)
+            for (int i = 0; i < sizes[k]; ++i) hosts.push_back("node" + std::to_string(k));
+    } else {
+        std::vector<int> left = sizes;
+        for (bool any = true; any;) {
+            any = false;
+            for (size_t k = 0; k < left.size(); ++k)
+                if (left[k]-- > 0) {
+                    hosts.push_back("node" + std::to_string(k));
+                    any = true;
+                }
+        }
+    }
+    std::string warn;
+    return gpurdma::topo::build_topology(hosts, "", &warn);
+}
+
+void check_topology(const gpurdma::topo::Topology &t, size_t count, const PlanParams &p, int slots, bool in_place)
+{
+    const int n = t.size;
+    const auto in = int_inputs(n, count, static_cast<uint32_t>(n * 31 + count));
+    for (gpurdma_op_t op : {GPURDMA_SUM, GPURDMA_MIN}) {
+        const auto res = gpurdma::exec::simulate(t, in, count, GPURDMA_INT32, op, in_place, p, slots);
+        ASSERT_TRUE(res.ok) << res.error << " shape=" << t.summary() << " count=" << count << " slots=" << slots;
+        const auto want = reference(in, count, GPURDMA_INT32, op);
+        for (int r = 0; r < n; ++r)
+            ASSERT_EQ(0, std::memcmp(res.outputs[r].data(), want.data(), want.size()))
+                << "rank " << r << " shape=" << t.summary() << " count=" << count;
+    }
+}
+
+}  // namespace
+
+TEST(Hierarchical, RegularAndIrregularShapes)
+{
+    PlanParams p;
+    p.algorithm = Algorithm::Hierarchical;
+    p.chunk_size = 64;  // 16 int32 per piece: many blocks and every boundary
+    p.small_msg_max = 32;
+    const std::vector<std::vector<int>> shapes = {{2, 2}, {1, 1, 1}, {3, 1, 2}, {3, 5, 1, 8}, {4, 4, 4},
+                                                  {1, 4}, {8},       {2, 3},    {5, 5}};
+    for (const auto &shape : shapes)
+        for (bool interleave : {false, true})
+            for (size_t count : {1ul, 7ul, 16ul, 17ul, 63ul, 64ul, 65ul, 129ul, 1000ul})
+                for (int slots : {1, 2, 4})
+                    check_topology(nodes_of(shape, interleave), count, p, slots, (count & 1) != 0);
+}
+
+TEST(Hierarchical, AutoPicksItAcrossNodes)
+{
+    PlanParams p;
+    p.chunk_size = 1024;
+    p.small_msg_max = 256;
+    const auto t = nodes_of({2, 2});
+    EXPECT_EQ(gpurdma::plan::choose_algorithm(t, 100, p), Algorithm::RecursiveDoubling);
+    EXPECT_EQ(gpurdma::plan::choose_algorithm(t, 4096, p), Algorithm::Hierarchical);
+    // One rank per node or one node: flat.
+    EXPECT_EQ(gpurdma::plan::choose_algorithm(nodes_of({1, 1, 1}), 4096, p), Algorithm::Ring);
+    EXPECT_EQ(gpurdma::plan::choose_algorithm(nodes_of({4}), 4096, p), Algorithm::Ring);
+    for (size_t count : {10ul, 300ul, 5000ul}) check_topology(t, count, p, 2, false);
+}
+
+TEST(Hierarchical, FloatBitIdenticalAcrossRanks)
+{
+    PlanParams p;
+    p.algorithm = Algorithm::Hierarchical;
+    p.chunk_size = 256;
+    const auto t = nodes_of({3, 5, 1, 8});
+    const size_t count = 2001;
+    std::vector<std::vector<char>> in(t.size, std::vector<char>(count * sizeof(float)));
+    std::mt19937 rng(7);
+    std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+    for (auto &b : in) {
+        auto *f = reinterpret_cast<float *>(b.data());
+        for (size_t i = 0; i < count; ++i) f[i] = u(rng) * std::ldexp(1.0f, static_cast<int>(i % 30) - 15);
+    }
+    const auto res = gpurdma::exec::simulate(t, in, count, GPURDMA_FLOAT, GPURDMA_SUM, false, p, 2);
+    ASSERT_TRUE(res.ok) << res.error;
+    for (int r = 1; r < t.size; ++r)
+        EXPECT_EQ(0, std::memcmp(res.outputs[r].data(), res.outputs[0].data(), count * sizeof(float))) << r;
+}
+
+// The cluster scale the design targets: 64 nodes x 8 ranks.
+TEST(Hierarchical, Shape64x8)
+{
+    PlanParams p;
+    p.chunk_size = 1024;
+    p.small_msg_max = 64;
+    const auto t0 = std::chrono::steady_clock::now();
+    check_topology(nodes_of(std::vector<int>(64, 8)), 8 * 1024 + 3, p, 4, false);
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    std::printf("[          ] 64 nodes x 8 ranks, 8195 int32, hierarchical, 2 ops: %.2f s\n", s);
+}

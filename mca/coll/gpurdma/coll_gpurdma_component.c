@@ -75,8 +75,9 @@ static int gpurdma_register(void)
     reg("timeout", "Seconds a collective waits on a peer before it fails with an error naming the "
         "stage and the peer", MCA_BASE_VAR_TYPE_DOUBLE, OPAL_INFO_LVL_6, &timeout_param);
     algorithm_param = (char *)"auto";
-    reg("algorithm", "Allreduce algorithm: auto (by message size), ring, rd (recursive doubling, "
-        "messages up to chunk_size)", MCA_BASE_VAR_TYPE_STRING, OPAL_INFO_LVL_6, &algorithm_param);
+    reg("algorithm", "Allreduce algorithm: auto (by message size and topology), ring, rd (recursive "
+        "doubling, messages up to chunk_size), hier (node reduce-scatter, per-rail allreduce between "
+        "nodes, node allgather)", MCA_BASE_VAR_TYPE_STRING, OPAL_INFO_LVL_6, &algorithm_param);
     ucx_tls_param = (char *)"";
     reg("ucx_tls", "UCX transports for gpurdma's own UCX context (empty: UCX_TLS or UCX's default)",
         MCA_BASE_VAR_TYPE_STRING, OPAL_INFO_LVL_7, &ucx_tls_param);
@@ -136,10 +137,10 @@ static void validated_config(gpurdma_config_t *c)
                      c->timeout_s);
     const char *alg = algorithm_param ? algorithm_param : "auto";
     if (0 == strcmp(alg, "auto") || 0 == strcmp(alg, "ring") || 0 == strcmp(alg, "rd") ||
-        0 == strcmp(alg, "recursive_doubling"))
+        0 == strcmp(alg, "recursive_doubling") || 0 == strcmp(alg, "hier") || 0 == strcmp(alg, "hierarchical"))
         c->algorithm = alg;
     else
-        opal_output(0, "coll:gpurdma: coll_gpurdma_algorithm='%s' is not one of auto, ring, rd; using auto", alg);
+        opal_output(0, "coll:gpurdma: coll_gpurdma_algorithm='%s' is not one of auto, ring, rd, hier; using auto", alg);
     c->ucx_tls = ucx_tls_param ? ucx_tls_param : "";
     c->logical_nodes = logical_nodes_param ? logical_nodes_param : "";
 }

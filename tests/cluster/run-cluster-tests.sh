@@ -1,0 +1,167 @@
+#!/usr/bin/env bash
+# Cluster tests: gpurdma across hosts that really are separate (network, UTS, IPC and
+# mount namespaces on this machine, made by contrib/cluster.sh), launched by real
+# mpirun jobs through an rsh agent. Needs root; otherwise it is skipped (exit 77).
+#
+#   a. allreduce_check --quick at 2 hosts x 2 ranks, 3 x 1 and 3+1+2 ranks;
+#   b. each run's gpurdma set-up line must name the right number of hosts, nothing declined;
+#   c. osu_allreduce at 2 x 2: MiB must cross each participating host's link;
+#   d. allreduce_check again with netem (delay 50us, loss 0.01%) on every link.
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+src=${GPURDMA_SRCDIR:-$(cd "$here/../.." && pwd)}
+build=${GPURDMA_BUILDDIR:-$src/build}
+cluster=$src/contrib/cluster.sh
+bin=$build/tests/mpi
+osu=$build/osu-compat/osu_allreduce
+export GPURDMA_BUILD=$build
+export GPURDMA_CLUSTER_STATE=${GPURDMA_CLUSTER_STATE:-/tmp/gpurdma-cluster}
+[ -n "${OMPI_PKGLIBDIR:-}" ] && export OMPI_PKGLIBDIR
+
+skip() { echo "SKIP: $*"; exit 77; }
+
+[ "$(id -u)" -eq 0 ] || skip "needs root (network namespaces)"
+for t in ip nsenter unshare tc timeout setsid "${MPIRUN:-mpirun}"; do
+    command -v "$t" >/dev/null 2>&1 || skip "'$t' not found"
+done
+probe=gpr-probe$$
+ip netns add "$probe" 2>/dev/null || skip "cannot create a network namespace (ip netns add)"
+ip netns del "$probe"
+unshare --uts --ipc --mount true 2>/dev/null || skip "cannot create UTS/IPC/mount namespaces (unshare)"
+
+log_dir=$(mktemp -d "${TMPDIR:-/tmp}/gpurdma-cluster-tests.XXXXXX")
+teardown() {
+    "$cluster" down >/dev/null 2>&1 || echo "WARNING: cluster teardown failed; run: $cluster down"
+    rm -rf "$log_dir"
+}
+trap teardown EXIT
+trap 'echo "interrupted"; exit 130' INT
+trap 'echo "terminated"; exit 143' TERM
+
+t0=$SECONDS
+if ! "$cluster" up 3 >"$log_dir/up.log" 2>&1; then
+    cat "$log_dir/up.log"
+    # Most likely a restricted environment (no veth/bridge); the tests cannot run here.
+    skip "cannot bring up the namespace cluster (see above)"
+fi
+echo "cluster: $(cat "$log_dir/up.log")"
+
+on=(--mca coll_gpurdma_priority 100 --mca coll_gpurdma_verbose 1)
+passed=0
+failed=0
+
+# result NAME START WHY OUT [INFO]
+result() {
+    local name=$1 start=$2 why=$3 out=$4 info=${5:-}
+    if [ -z "$why" ]; then
+        passed=$((passed + 1))
+        printf 'PASS %-52s %4ds  %s\n' "$name" $((SECONDS - start)) "$info"
+    else
+        failed=$((failed + 1))
+        printf 'FAIL %-52s %4ds  %s\n' "$name" $((SECONDS - start)) "$why"
+        [ -f "$out" ] && grep -v '^note: library op deviates' "$out" | tail -40 | sed 's/^/    | /'
+    fi
+    # nothing of a failed or timed-out job may linger into the next step
+    "$cluster" reap >/dev/null 2>&1
+}
+
+# check_used OUT HOSTS: gpurdma set up MPI_COMM_WORLD on HOSTS hosts, declined nothing
+check_used() {
+    local out=$1 hosts=$2 line
+    line=$(grep -E 'coll:gpurdma: MPI_COMM_WORLD .*ranks on [0-9]+ host' "$out" | head -1)
+    if [ -z "$line" ]; then
+        grep -qE 'coll:gpurdma: .*ranks on [0-9]+ host' "$out" &&
+            echo "no set-up line for MPI_COMM_WORLD" || echo "no gpurdma set-up line: gpurdma was not used"
+        return
+    fi
+    echo "$line" | grep -qE "ranks on $hosts host" ||
+        { echo "expected $hosts hosts, got: $(echo "$line" | grep -oE '[0-9]+ ranks on [0-9]+ host\(s\)')"; return; }
+    grep -q "declined" "$out" && { echo "gpurdma declined: $(grep -m1 declined "$out")"; return; }
+}
+
+# allreduce NAME HOSTS TIMEOUT MPIRUN-ARGS...: allreduce_check --quick, must pass and use gpurdma
+allreduce() {
+    local name=$1 hosts=$2 limit=$3
+    shift 3
+    local out="$log_dir/$(echo "$name" | tr -c 'A-Za-z0-9' _).log" start=$SECONDS rc why=""
+    GPURDMA_CLUSTER_TIMEOUT=$limit "$cluster" run "$@" "${on[@]}" "$bin/allreduce_check" --quick >"$out" 2>&1
+    rc=$?
+    if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then
+        why="timed out after ${limit}s"
+    elif [ $rc -ne 0 ]; then
+        why="exit code $rc"
+    else
+        why=$(check_used "$out" "$hosts")
+        [ -z "$why" ] && ! grep -q "allreduce_check: [0-9]* passed, 0 failed" "$out" &&
+            why="no 'passed, 0 failed' summary"
+    fi
+    result "$name" "$start" "$why" "$out" \
+        "$(grep -h 'allreduce_check:' "$out" | tail -1); $(grep -oE -m1 '[0-9]+ ranks on [0-9]+ host\(s\)[^;]*' "$out")"
+}
+
+# counter NODE sent|received
+counter() {
+    "$cluster" counters | awk -v n="$1" -v c="$2" '$1 == n { print (c == "sent" ? $4 : $5) }'
+}
+
+# --- a + b
+allreduce "allreduce 2 hosts x 2 ranks" 2 120 --host node0:2,node1:2
+allreduce "allreduce 3 hosts x 1 rank" 3 120 --host node0:1,node1:1,node2:1
+allreduce "allreduce 3 hosts, 3+1+2 ranks" 3 180 --host node0:3,node1:1,node2:2
+
+# --- c: inter-host bytes really cross the links
+osu_step() {
+    local name="osu_allreduce 2x2: bytes cross the links" start=$SECONDS why="" rc
+    local out="$log_dir/osu.log" min_mib=16 info="" n
+    if [ ! -x "$osu" ]; then
+        result "$name" "$start" "$osu not built (make -C $build)" /dev/null
+        return
+    fi
+    declare -A before_s before_r
+    for n in node0 node1; do before_s[$n]=$(counter $n sent); before_r[$n]=$(counter $n received); done
+    GPURDMA_CLUSTER_TIMEOUT=180 "$cluster" run --host node0:2,node1:2 "${on[@]}" \
+        "$osu" -m 1048576:16777216 -i 5 -x 1 >"$out" 2>&1
+    rc=$?
+    if [ $rc -ne 0 ]; then
+        why="exit code $rc"
+    else
+        why=$(check_used "$out" 2)
+        [ -z "$why" ] && ! grep -qE '^16777216 ' "$out" && why="no result row for 16777216 bytes"
+    fi
+    for n in node0 node1; do
+        local s=$((($(counter $n sent) - before_s[$n]) / 1048576))
+        local r=$((($(counter $n received) - before_r[$n]) / 1048576))
+        info+="$n sent $s MiB, received $r MiB; "
+        if [ -z "$why" ] && { [ $s -lt $min_mib ] || [ $r -lt $min_mib ]; }; then
+            why="$n: only $s MiB sent / $r MiB received on gpr-v${n#node} (expected >= $min_mib MiB each)"
+        fi
+    done
+    local n2
+    n2=$(counter node2 sent)
+    result "$name" "$start" "${why:+$why; $info}" "$out" "$info(node2, idle: $n2 bytes sent in all)"
+}
+osu_step
+
+# --- d: impaired links
+netem_step() {
+    local spec="delay 50us loss 0.01%" start=$SECONDS msg rc name
+    msg=$("$cluster" netem "$spec" 2>&1)
+    rc=$?
+    name="allreduce 2x2, netem $spec"
+    case $rc in
+    0) ;;
+    3) name="allreduce 2x2, loss 0.01% (no sch_netem: no delay)"; echo "note: $msg" ;;
+    *) result "$name" "$start" "cluster.sh netem failed: $msg" /dev/null; return ;;
+    esac
+    allreduce "$name" 2 180 --host node0:2,node1:2
+    local drops
+    drops=$(for k in 0 1; do tc -s qdisc show dev "gpr-v$k" | grep -m1 dropped; done |
+        awk '{ gsub(",", "", $7); s += $7 } END { print s + 0 }')
+    echo "     packets dropped on the links of node0 and node1 during that run: $drops"
+    "$cluster" netem off >/dev/null
+}
+netem_step
+
+echo "cluster tests took $((SECONDS - t0))s"
+echo "cluster-tests: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]

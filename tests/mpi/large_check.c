@@ -1,0 +1,302 @@
+/*
+ * large_check: MPI_Allreduce of more than 2 GiB per buffer (byte counts and
+ * offsets that overflow 32 bits), on the first 2 ranks of MPI_COMM_WORLD.
+ *
+ *   1. MPI_DOUBLE MPI_SUM, count 268435971: 2 GiB + 4 KiB + 24 bytes per buffer,
+ *      separate send and receive buffers
+ *   2. MPI_INT MPI_SUM, MPI_IN_PLACE, count 536871942 over the same bytes
+ *
+ * Element i of rank r is (i % 1000) + r, so every sum is exact; every element is
+ * checked, and so are the send buffer (unchanged) and the bytes after the
+ * receive buffer (unwritten).  Each participant needs about 4 GiB for its
+ * buffers plus what the MPI library allocates; if the memory is not there (a
+ * look at MemAvailable first, then malloc) the program fails cleanly.
+ *
+ * Usage: large_check [--ranks K] [--double-only]
+ *   --ranks K      participants (default 2; the other ranks only wait)
+ *   --double-only  skip call 2
+ */
+#include <mpi.h>
+
+#include <limits.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define PROGRAM "large_check"
+#define TOTAL_BYTES ((size_t)2 * 1024 * 1024 * 1024 + 4096 + 24)
+#define GUARD_BYTES 64
+#define GUARD_FILL 0xA5
+#define MAX_PRINTED_FAILURES 5
+
+static int g_rank;
+static long long g_passed, g_failed;
+
+static void fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void fail(const char *fmt, ...)
+{
+    if (g_failed++ < MAX_PRINTED_FAILURES) {
+        char msg[1024];
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(msg, sizeof msg, fmt, ap);
+        va_end(ap);
+        printf("FAIL [world rank %d] %s\n", g_rank, msg);
+        fflush(stdout);
+    }
+}
+
+/* A /proc/meminfo field in KiB, or -1. */
+static long long meminfo_kib(const char *key)
+{
+    char line[256];
+    long long v = -1;
+    size_t n = strlen(key);
+    FILE *f = fopen("/proc/meminfo", "r");
+    if (!f)
+        return -1;
+    while (fgets(line, sizeof line, f))
+        if (!strncmp(line, key, n) && line[n] == ':') {
+            v = strtoll(line + n + 1, NULL, 10);
+            break;
+        }
+    fclose(f);
+    return v;
+}
+
+/* Peak resident set size of this process in KiB (VmHWM), or -1. */
+static long long peak_rss_kib(void)
+{
+    char line[256];
+    long long v = -1;
+    FILE *f = fopen("/proc/self/status", "r");
+    if (!f)
+        return -1;
+    while (fgets(line, sizeof line, f))
+        if (!strncmp(line, "VmHWM:", 6))
+            v = strtoll(line + 6, NULL, 10);
+    fclose(f);
+    return v;
+}
+
+static bool guard_intact(const unsigned char *p)
+{
+    for (size_t i = 0; i < GUARD_BYTES; i++)
+        if (p[i] != GUARD_FILL)
+            return false;
+    return true;
+}
+
+static void report_rc(const char *what, int rc)
+{
+    char err[MPI_MAX_ERROR_STRING];
+    int len;
+    MPI_Error_string(rc, err, &len);
+    fail("%s: MPI_Allreduce returned %d (%s)", what, rc, err);
+}
+
+/* 1. MPI_DOUBLE MPI_SUM, separate buffers */
+static void check_double(MPI_Comm comm, int rank, int n, double *send, unsigned char *recv)
+{
+    const size_t count = TOTAL_BYTES / sizeof(double);
+    const double base = (double)n * (n - 1) / 2;
+    double *out = (double *)recv;
+    size_t nbad = 0, first = 0, j;
+    char what[128];
+    double t;
+    int rc;
+
+    snprintf(what, sizeof what, "MPI_DOUBLE MPI_SUM count %zu (%zu bytes)", count,
+             count * sizeof(double));
+    j = 0;
+    for (size_t i = 0; i < count; i++) {
+        send[i] = (double)j + rank;
+        out[i] = -1.0;
+        if (++j == 1000)
+            j = 0;
+    }
+    memset(recv + count * sizeof(double), GUARD_FILL, GUARD_BYTES);
+
+    t = MPI_Wtime();
+    rc = MPI_Allreduce(send, out, (int)count, MPI_DOUBLE, MPI_SUM, comm);
+    t = MPI_Wtime() - t;
+    if (rank == 0)
+        printf("%s: %.2f s\n", what, t);
+    if (rc != MPI_SUCCESS) {
+        report_rc(what, rc);
+        return;
+    }
+    j = 0;
+    for (size_t i = 0; i < count; i++) {
+        if (out[i] != (double)n * j + base && nbad++ == 0)
+            first = i;
+        if (++j == 1000)
+            j = 0;
+    }
+    if (nbad) {
+        fail("%s: index %zu expected %.17g got %.17g (%zu elements wrong)", what, first,
+             (double)n * (first % 1000) + base, out[first], nbad);
+        return;
+    }
+    if (!guard_intact(recv + count * sizeof(double))) {
+        fail("%s: bytes written after the receive buffer", what);
+        return;
+    }
+    j = 0;
+    for (size_t i = 0; i < count; i++) {
+        if (send[i] != (double)j + rank) {
+            fail("%s: send buffer modified at index %zu", what, i);
+            return;
+        }
+        if (++j == 1000)
+            j = 0;
+    }
+    g_passed++;
+}
+
+/* 2. MPI_INT MPI_SUM, MPI_IN_PLACE over the receive buffer */
+static void check_int(MPI_Comm comm, int rank, int n, unsigned char *recv)
+{
+    const size_t count = TOTAL_BYTES / sizeof(int);
+    const int base = n * (n - 1) / 2;
+    int *buf = (int *)recv;
+    size_t nbad = 0, first = 0;
+    int j;
+    char what[128];
+    double t;
+    int rc;
+
+    snprintf(what, sizeof what, "MPI_INT MPI_SUM MPI_IN_PLACE count %zu (%zu bytes)", count,
+             count * sizeof(int));
+    j = 0;
+    for (size_t i = 0; i < count; i++) {
+        buf[i] = j + rank;
+        if (++j == 1000)
+            j = 0;
+    }
+    memset(recv + count * sizeof(int), GUARD_FILL, GUARD_BYTES);
+
+    t = MPI_Wtime();
+    rc = MPI_Allreduce(MPI_IN_PLACE, buf, (int)count, MPI_INT, MPI_SUM, comm);
+    t = MPI_Wtime() - t;
+    if (rank == 0)
+        printf("%s: %.2f s\n", what, t);
+    if (rc != MPI_SUCCESS) {
+        report_rc(what, rc);
+        return;
+    }
+    j = 0;
+    for (size_t i = 0; i < count; i++) {
+        if (buf[i] != n * j + base && nbad++ == 0)
+            first = i;
+        if (++j == 1000)
+            j = 0;
+    }
+    if (nbad) {
+        fail("%s: index %zu expected %d got %d (%zu elements wrong)", what, first,
+             n * (int)(first % 1000) + base, buf[first], nbad);
+        return;
+    }
+    if (!guard_intact(recv + count * sizeof(int))) {
+        fail("%s: bytes written after the receive buffer", what);
+        return;
+    }
+    g_passed++;
+}
+
+int main(int argc, char **argv)
+{
+    int size, nranks = 2, rank = -1, n = 0, ok, all_ok = 0;
+    bool double_only = false;
+    MPI_Comm comm = MPI_COMM_NULL;
+    double *send = NULL;
+    unsigned char *recv = NULL;
+    long long local[2], totals[2];
+
+    _Static_assert(TOTAL_BYTES / sizeof(double) <= INT_MAX, "count fits in int");
+    _Static_assert(TOTAL_BYTES / sizeof(int) <= INT_MAX, "count fits in int");
+
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--ranks") && i + 1 < argc) {
+            nranks = atoi(argv[++i]);
+        } else if (!strcmp(argv[i], "--double-only")) {
+            double_only = true;
+        } else {
+            nranks = 0;
+        }
+        if (nranks < 1) {
+            if (g_rank == 0)
+                fprintf(stderr, "usage: " PROGRAM " [--ranks K] [--double-only]\n");
+            MPI_Finalize();
+            return 2;
+        }
+    }
+    if (nranks > size)
+        nranks = size;
+
+    MPI_Comm_split(MPI_COMM_WORLD, g_rank < nranks ? 0 : MPI_UNDEFINED, g_rank, &comm);
+    if (comm != MPI_COMM_NULL) {
+        MPI_Comm node;
+        int local_participants;
+        long long avail = meminfo_kib("MemAvailable");
+        /* buffers plus as much again for the library's temporary buffers */
+        const long long need_kib = (long long)(2 * (TOTAL_BYTES + GUARD_BYTES) / 1024) * 3 / 2;
+
+        MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+        MPI_Comm_rank(comm, &rank);
+        MPI_Comm_size(comm, &n);
+        MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node);
+        MPI_Comm_size(node, &local_participants);
+        MPI_Comm_free(&node);
+
+        ok = 1;
+        if (avail >= 0 && avail < need_kib * local_participants) {
+            fail("not enough memory: %d participants on this node need about %lld MiB, "
+                 "MemAvailable is %lld MiB", local_participants,
+                 need_kib * local_participants / 1024, avail / 1024);
+            ok = 0;
+        } else {
+            send = malloc(TOTAL_BYTES);
+            recv = malloc(TOTAL_BYTES + GUARD_BYTES);
+            if (!send || !recv) {
+                fail("malloc of 2 x %zu bytes failed", TOTAL_BYTES);
+                ok = 0;
+            }
+        }
+        /* everyone goes on only if every participant has its buffers */
+        if (MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, comm) != MPI_SUCCESS)
+            all_ok = 0;
+        if (all_ok) {
+            check_double(comm, rank, n, send, recv);
+            if (!double_only)
+                check_int(comm, rank, n, recv);
+            if (rank == 0)
+                printf("%d participants, peak RSS of rank 0: %lld MiB\n", n,
+                       peak_rss_kib() / 1024);
+        } else if (ok) {
+            fail("another participant could not allocate its buffers");
+        }
+        free(send);
+        free(recv);
+        MPI_Comm_free(&comm);
+    }
+
+    local[0] = g_passed;
+    local[1] = g_failed;
+    if (MPI_Allreduce(local, totals, 2, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD) != MPI_SUCCESS) {
+        totals[0] = g_passed;
+        totals[1] = g_failed + 1;
+    }
+    if (g_rank == 0)
+        printf(PROGRAM ": %lld passed, %lld failed\n", totals[0], totals[1]);
+    MPI_Finalize();
+    return totals[1] ? 1 : 0;
+}
