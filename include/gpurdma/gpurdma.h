@@ -113,6 +113,7 @@ typedef struct gpurdma_config {
     const char *algorithm;    /* "auto", "ring" or "rd" (recursive doubling) */
     const char *ucx_tls;      /* UCX transports for our own context ("" = UCX default) */
     const char *logical_nodes; /* "" by host; "K" or "a,b,c": split hosts into virtual nodes */
+    const char *net_devices;  /* "" nearest RDMA NIC; "mlx5_0:1,..." or "^dev" to restrict; "none" */
     gpurdma_log_fn_t log;     /* may be NULL */
 } gpurdma_config_t;
 

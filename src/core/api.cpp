@@ -5,28 +5,48 @@
 #include "core/comm.h"
 #include "core/context.h"
 #include "gpurdma/gpurdma.h"
+#include "topo/nic.h"
 
 gpurdma_context::gpurdma_context(const gpurdma_config_t &c)
     : config(c),
       algorithm_text(c.algorithm ? c.algorithm : "auto"),
       ucx_tls(c.ucx_tls ? c.ucx_tls : ""),
       logical_nodes(c.logical_nodes ? c.logical_nodes : ""),
+      net_devices(c.net_devices ? c.net_devices : ""),
       log(c.log, c.verbose)
 {
     config.algorithm = algorithm_text.c_str();
     config.ucx_tls = ucx_tls.c_str();
     config.logical_nodes = logical_nodes.c_str();
+    config.net_devices = net_devices.c_str();
+    std::vector<std::string> devices;
+    bool exclude = false;
+    if (net_devices != "none" && !gpurdma::topo::parse_device_list(net_devices, &devices, &exclude))
+        throw std::invalid_argument("net_devices '" + net_devices + "' is not a list like mlx5_0:1,mlx5_1:1 or ^mlx5_2");
+    choose_rail();
     plan.chunk_size = config.chunk_size;
     plan.small_msg_max = config.small_msg_max;
     if (!gpurdma::plan::parse_algorithm(algorithm_text, &plan.algorithm))
         throw std::invalid_argument("unknown algorithm '" + algorithm_text + "'");
 }
 
+void gpurdma_context::choose_rail()
+{
+    // "none": leave UCX_NET_DEVICES to the user/UCX. Otherwise the nearest allowed RDMA
+    // NIC by hwloc's PCI tree; without one (Ethernet only) UCX decides.
+    if (net_devices == "none") return;
+    std::vector<std::string> devices;
+    bool exclude = false;
+    gpurdma::topo::parse_device_list(net_devices, &devices, &exclude);
+    std::string why;
+    rail_device = gpurdma::topo::choose_rail_device(gpurdma::topo::local_nics(&why), devices, exclude);
+}
+
 gpurdma::transport::UcxContext *gpurdma_context::transport(std::string *why)
 {
     if (!ucx && ucx_failure.empty()) {
         try {
-            ucx = std::make_unique<gpurdma::transport::UcxContext>(ucx_tls);
+            ucx = std::make_unique<gpurdma::transport::UcxContext>(ucx_tls, rail_device);
         } catch (const std::exception &e) {
             ucx_failure = std::string("cannot start UCX: ") + e.what();
         }

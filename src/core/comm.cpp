@@ -19,7 +19,7 @@ using gpurdma::plan::Schedule;
 
 namespace {
 
-constexpr uint32_t kWireVersion = 1;
+constexpr uint32_t kWireVersion = 2;
 constexpr size_t kMaxCachedSchedules = 32;
 
 std::string this_host()
@@ -76,8 +76,11 @@ void gpurdma_comm::log_summary(std::chrono::steady_clock::time_point t0) const
         const auto &m = topo_.members[static_cast<size_t>(k)];
         std::string ranks, rails;
         for (size_t i = 0; i < m.size(); ++i) ranks += (i ? "," : "") + std::to_string(m[i]);
-        for (int sl = 0; sl < topo_.max_ppn(); ++sl)
-            rails += (sl ? " " : "") + std::to_string(sl) + ":" + std::to_string(m[static_cast<size_t>(sl) % m.size()]);
+        for (int sl = 0; sl < topo_.max_ppn(); ++sl) {
+            const int o = m[static_cast<size_t>(sl) % m.size()];
+            rails += (sl ? " " : "") + std::to_string(sl) + ":" + std::to_string(o);
+            if (!devices_[static_cast<size_t>(o)].empty()) rails += "(" + devices_[static_cast<size_t>(o)] + ")";
+        }
         context->log.log(1, "%s:   node %d (%s): ranks %s; rail owners %s", name.c_str(), k,
                          topo_.node_names[static_cast<size_t>(k)].c_str(), ranks.c_str(), rails.c_str());
     }
@@ -223,15 +226,17 @@ gpurdma_status_t gpurdma_comm::ensure_setup()
     w1.u32(static_cast<uint32_t>(cfg.slots));
     w1.u64(cfg.chunk_size);
     w1.str(this_host());
+    w1.str(context->rail_device);
     std::vector<std::string> blobs;
     if (!exchange(w1.take(), &blobs)) return decline("set-up exchange failed");
     hosts_.assign(static_cast<size_t>(size), "?");
+    devices_.assign(static_cast<size_t>(size), "");
     for (int r = 0; r < size; ++r) {
         gpurdma::wire::Reader rd(blobs[r]);
         uint32_t version = 0, slots = 0;
         uint64_t chunk = 0;
         if (!rd.u32(&version) || version != kWireVersion || !rd.u32(&slots) || !rd.u64(&chunk) ||
-            !rd.str(&hosts_[r]))
+            !rd.str(&hosts_[r]) || !rd.str(&devices_[r]))
             return decline("rank " + std::to_string(r) + " runs another gpurdma version");
         if (slots != static_cast<uint32_t>(cfg.slots) || chunk != cfg.chunk_size)
             return decline("rank " + std::to_string(r) + " uses other slots/chunk_size parameters");

@@ -53,6 +53,7 @@ private:
     bool broken_ = false;
     gpurdma::topo::Topology topo_;
     std::vector<std::string> hosts_;
+    std::vector<std::string> devices_;  // each rank's rail NIC ("" = UCX's choice)
     // Declared in release order: router, then channels, then the segment they use.
     std::unique_ptr<gpurdma::transport::ShmSegment> segment_;
     std::unique_ptr<gpurdma::transport::ShmChannels> shm_;

@@ -13,5 +13,6 @@ extern "C" void gpurdma_config_default(gpurdma_config_t *config)
     config->algorithm = "auto";
     config->ucx_tls = "";
     config->logical_nodes = "";
+    config->net_devices = "";
     config->log = nullptr;
 }

@@ -14,6 +14,8 @@ struct gpurdma_context {
     std::string algorithm_text;
     std::string ucx_tls;
     std::string logical_nodes;
+    std::string net_devices;    // coll_gpurdma_net_devices as given
+    std::string rail_device;    // the NIC this process uses between nodes ("" = UCX's choice)
     gpurdma::plan::PlanParams plan;
     gpurdma::Logger log;
     std::unique_ptr<gpurdma::transport::UcxContext> ucx;  // started by the first set-up
@@ -24,4 +26,7 @@ struct gpurdma_context {
     // Starts UCX on first use. Each rank decides locally; a communicator's set-up
     // then agrees, so a rank without UCX makes all of its peers decline together.
     gpurdma::transport::UcxContext *transport(std::string *why);
+
+private:
+    void choose_rail();
 };

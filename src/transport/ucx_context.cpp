@@ -15,7 +15,7 @@ std::runtime_error ucx_error(const char *what, ucs_status_t status)
 
 }  // namespace
 
-UcxContext::UcxContext(const std::string &tls)
+UcxContext::UcxContext(const std::string &tls, const std::string &net_devices)
 {
     ucp_config_t *config = nullptr;
     ucs_status_t st = ucp_config_read(nullptr, nullptr, &config);
@@ -25,6 +25,13 @@ UcxContext::UcxContext(const std::string &tls)
         if (st != UCS_OK) {
             ucp_config_release(config);
             throw ucx_error(("UCX transports '" + tls + "'").c_str(), st);
+        }
+    }
+    if (!net_devices.empty()) {
+        st = ucp_config_modify(config, "NET_DEVICES", net_devices.c_str());
+        if (st != UCS_OK) {
+            ucp_config_release(config);
+            throw ucx_error(("UCX network devices '" + net_devices + "'").c_str(), st);
         }
     }
     ucp_params_t params{};

@@ -16,7 +16,8 @@ class UcxEndpoint;
 class UcxContext {
 public:
     // Throws std::runtime_error with UCX's reason when the context cannot start.
-    explicit UcxContext(const std::string &tls);
+    // tls: UCX_TLS for our context ("" = UCX's); net_devices: UCX_NET_DEVICES ("" = UCX's).
+    UcxContext(const std::string &tls, const std::string &net_devices);
     ~UcxContext();
     UcxContext(const UcxContext &) = delete;
     UcxContext &operator=(const UcxContext &) = delete;

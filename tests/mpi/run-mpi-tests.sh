@@ -85,6 +85,15 @@ run "allreduce np=3 ucx posix+cma" used 300 UCX_TLS=posix,cma -- -np 3 "${on[@]}
 run "allreduce np=4 ring only, small chunks" used 300 -- -np 4 "${on[@]}" --mca coll_gpurdma_algorithm ring \
     --mca coll_gpurdma_chunk_size 4096 --mca coll_gpurdma_slots 2 "$bin/allreduce_check" --quick
 run "allreduce np=5 rd only" used 300 -- -np 5 "${on[@]}" --mca coll_gpurdma_algorithm rd "$bin/allreduce_check" --quick
+# Logical nodes: the hierarchical path (node stage in shared memory, rails over UCX).
+run "hierarchical 2x2 logical nodes" used 300 -- -np 4 "${on[@]}" --mca coll_gpurdma_logical_nodes 2 \
+    "$bin/allreduce_check" --quick
+run "hierarchical 3+1+2 irregular, ucx tcp" used 300 UCX_TLS=tcp -- -np 6 "${on[@]}" \
+    --mca coll_gpurdma_logical_nodes 3,1,2 --mca coll_gpurdma_chunk_size 8192 "$bin/allreduce_check" --quick
+run "hierarchical forced, 1,3 + 4 KiB chunks" used 300 -- -np 4 "${on[@]}" --mca coll_gpurdma_logical_nodes 1,3 \
+    --mca coll_gpurdma_algorithm hier --mca coll_gpurdma_chunk_size 4096 "$bin/allreduce_check" --quick
+run "one rank per logical node (flat over UCX)" used 300 -- -np 3 "${on[@]}" --mca coll_gpurdma_logical_nodes 1 \
+    "$bin/allreduce_check" --quick
 run "allreduce np=4 component off" off 300 -- -np 4 --mca op ^avx "$bin/allreduce_check" --quick
 
 FALLBACK_PATTERNS=("fallback to the previous allreduce (user-defined" "fallback to the previous allreduce (derived")

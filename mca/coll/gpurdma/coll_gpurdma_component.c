@@ -39,6 +39,7 @@ const mca_coll_base_component_2_0_0_t mca_coll_gpurdma_component = {
 static char *algorithm_param;
 static char *ucx_tls_param;
 static char *logical_nodes_param;
+static char *net_devices_param;
 static size_t chunk_size_param;
 static size_t small_msg_param;
 static int slots_param;
@@ -85,6 +86,11 @@ static int gpurdma_register(void)
     reg("logical_nodes", "Split each host into virtual nodes, for testing the hierarchical path on one "
         "machine: empty (one node per host), K (nodes of K ranks) or a,b,c (node sizes, summing to the "
         "ranks per host)", MCA_BASE_VAR_TYPE_STRING, OPAL_INFO_LVL_7, &logical_nodes_param);
+    net_devices_param = (char *)"";
+    reg("net_devices", "Network devices for the rails between nodes, like NCCL_IB_HCA: empty (each "
+        "rank uses the RDMA NIC nearest its CPUs by hwloc's PCI tree; UCX decides when there is none), "
+        "a list (mlx5_0:1,mlx5_1:1), ^list to exclude, or none (UCX_NET_DEVICES/UCX decide)",
+        MCA_BASE_VAR_TYPE_STRING, OPAL_INFO_LVL_6, &net_devices_param);
     return OMPI_SUCCESS;
 }
 
@@ -143,6 +149,7 @@ static void validated_config(gpurdma_config_t *c)
         opal_output(0, "coll:gpurdma: coll_gpurdma_algorithm='%s' is not one of auto, ring, rd, hier; using auto", alg);
     c->ucx_tls = ucx_tls_param ? ucx_tls_param : "";
     c->logical_nodes = logical_nodes_param ? logical_nodes_param : "";
+    c->net_devices = net_devices_param ? net_devices_param : "";
 }
 
 bool mca_coll_gpurdma_ensure_context(void)
