@@ -109,14 +109,13 @@ kill_pids() {
 
 cmd_down() {
     need_root
-    local pids holders i
+    local pids i
     # 1. every process in our namespaces (including holders), then holders that lost
     #    their named namespace (crashed run); TERM first, KILL what is left.
     for i in 1 2 3; do
-        pids=$(ns_pids; marked_holders)
-        pids=$(echo $pids | tr ' ' '\n' | sort -u)
-        [ -z "$pids" ] && break
-        if [ "$i" -lt 3 ]; then kill_pids TERM $pids; else kill_pids KILL $pids; fi
+        mapfile -t pids < <({ ns_pids; marked_holders; } | sort -u)
+        [ ${#pids[@]} -eq 0 ] && break
+        if [ "$i" -lt 3 ]; then kill_pids TERM "${pids[@]}"; else kill_pids KILL "${pids[@]}"; fi
         sleep 0.3
     done
     # 2. namespaces (deleting one removes its veth pair), stray veths, the bridge
@@ -266,6 +265,7 @@ cmd_run() {
             --default-hostfile | -default-hostfile) have_hosts=1 ;;
         esac
     done
+    # shellcheck disable=SC2054
     local args=(--mca plm_rsh_agent "$state/rsh"
                 --mca plm_rsh_no_tree_spawn 1
                 --mca oob_tcp_if_include "$subnet"
@@ -348,9 +348,10 @@ cmd_netem() {
         if ! err=$(tc qdisc replace dev "gpr-v$k" root netem $spec 2>&1); then
             if [ "$k" -eq 0 ] && echo "$err" | grep -qi "unknown"; then
                 EMULATED="" IGNORED=""
-                for ((k = 0; k < n; k++)); do
+                local j
+                for ((j = 0; j < n; j++)); do
                     # shellcheck disable=SC2086
-                    emulate_netem "gpr-v$k" $spec || die "netem: emulation failed on gpr-v$k"
+                    emulate_netem "gpr-v$j" $spec || die "netem: emulation failed on gpr-v$j"
                 done
                 echo "netem: this kernel has no sch_netem; emulated with htb+bpf: ${EMULATED}${IGNORED:+; NOT emulated: $IGNORED}"
                 [ -n "$IGNORED" ] && return 3
@@ -365,7 +366,7 @@ cmd_netem() {
 
 cmd_reap() {
     need_root
-    local holders pids p keep
+    local holders pids p
     holders=" $(for ((k = 0; k < $(nodes); k++)); do holder_pid $k; done | tr '\n' ' ') "
     for sig in TERM KILL; do
         pids=()
@@ -388,5 +389,5 @@ rsh) shift; cmd_rsh "$@" ;;
 counters) cmd_counters ;;
 netem) shift; cmd_netem "$@" ;;
 reap) cmd_reap ;;
-*) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+*) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
 esac

@@ -169,10 +169,12 @@ const char *gpurdma_comm_last_error(const gpurdma_comm_t *comm);
 typedef struct gpurdma_comm_stats {
     uint64_t calls;            /* allreduce calls completed */
     uint64_t setups;           /* lazy set-ups done (1 after first use) */
-    uint64_t registrations;    /* memory registrations made for this communicator */
+    uint64_t registrations;    /* memory registrations (UCX) made for this communicator */
+    uint64_t shm_segments;     /* shared segments created or attached */
     uint64_t bytes_put;        /* payload bytes written to peers */
     uint64_t ring_calls;
     uint64_t rd_calls;
+    uint64_t hier_calls;
 } gpurdma_comm_stats_t;
 
 void gpurdma_comm_get_stats(const gpurdma_comm_t *comm, gpurdma_comm_stats_t *stats);

@@ -51,6 +51,19 @@ gpurdma_comm::gpurdma_comm(gpurdma_context *ctx, const gpurdma_comm_params_t &pa
 
 gpurdma_comm::~gpurdma_comm()
 {
+    // Per-communicator counters: set-up work happens once, never per call.
+    if (stats.calls > 0 && context->log.enabled(rank == 0 ? 1 : 2))
+        context->log.log(rank == 0 ? 1 : 2,
+                         "%s: rank %d freed after %llu calls (ring %llu, recursive doubling %llu, hierarchical "
+                         "%llu); set-ups %llu, UCX registrations %llu, shared segments %llu, bytes sent %llu",
+                         name.c_str(), rank, static_cast<unsigned long long>(stats.calls),
+                         static_cast<unsigned long long>(stats.ring_calls),
+                         static_cast<unsigned long long>(stats.rd_calls),
+                         static_cast<unsigned long long>(stats.hier_calls),
+                         static_cast<unsigned long long>(stats.setups),
+                         static_cast<unsigned long long>(stats.registrations),
+                         static_cast<unsigned long long>(stats.shm_segments),
+                         static_cast<unsigned long long>(stats.bytes_put));
     release_transports();
 }
 
@@ -267,6 +280,7 @@ gpurdma_status_t gpurdma_comm::ensure_setup()
     setup_ = SetupState::Ready;
     ++stats.setups;
     stats.registrations += ucx_ ? 1 : 0;
+    stats.shm_segments += segment_ ? 1 : 0;
     if (rank == 0 && context->log.enabled(1)) log_summary(t0);
     return GPURDMA_OK;
 }
@@ -351,13 +365,16 @@ gpurdma_status_t gpurdma_comm::allreduce(const void *sendbuf, void *recvbuf, siz
     if (st != GPURDMA_OK) return st;
     const Schedule &schedule = schedule_for(count, elem, in_place);
     if (context->log.enabled(2))
-        context->log.log(2, "%s: allreduce %zu x %s %s: %s, %zu steps", name.c_str(), count,
-                         gpurdma_dtype_name(dtype), gpurdma_op_name(op), schedule.algorithm.c_str(),
-                         schedule.steps.size());
+        context->log.log(2, "%s: allreduce %zu x %s %s: %s, %zu steps (call %llu; registrations so far %llu)",
+                         name.c_str(), count, gpurdma_dtype_name(dtype), gpurdma_op_name(op),
+                         schedule.algorithm.c_str(), schedule.steps.size(),
+                         static_cast<unsigned long long>(stats.calls + 1),
+                         static_cast<unsigned long long>(stats.registrations));
     const gpurdma_status_t rs = run(schedule, in_place ? nullptr : sendbuf, recvbuf, dtype, op);
     if (rs != GPURDMA_OK) return rs;
     ++stats.calls;
     if (schedule.algorithm == "ring") ++stats.ring_calls;
+    else if (schedule.algorithm == "hierarchical") ++stats.hier_calls;
     else ++stats.rd_calls;
     stats.bytes_put = (ucx_ ? ucx_->bytes_sent() : 0) + (shm_ ? shm_->bytes_sent() : 0);
     return GPURDMA_OK;

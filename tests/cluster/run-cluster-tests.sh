@@ -50,6 +50,15 @@ on=(--mca coll_gpurdma_priority 100 --mca coll_gpurdma_verbose 1)
 passed=0
 failed=0
 
+# job OUT LIMIT ARGS...: contrib/cluster.sh run ARGS > OUT, killed after LIMIT seconds.
+# In the background so that INT/TERM reach this script (and its teardown) at once.
+job() {
+    local out=$1 limit=$2
+    shift 2
+    GPURDMA_CLUSTER_TIMEOUT=$limit "$cluster" run "$@" >"$out" 2>&1 &
+    wait $!
+}
+
 # result NAME START WHY OUT [INFO]
 result() {
     local name=$1 start=$2 why=$3 out=$4 info=${5:-}
@@ -83,8 +92,9 @@ check_used() {
 allreduce() {
     local name=$1 hosts=$2 limit=$3
     shift 3
-    local out="$log_dir/$(echo "$name" | tr -c 'A-Za-z0-9' _).log" start=$SECONDS rc why=""
-    GPURDMA_CLUSTER_TIMEOUT=$limit "$cluster" run "$@" "${on[@]}" "$bin/allreduce_check" --quick >"$out" 2>&1
+    local out start=$SECONDS rc why=""
+    out="$log_dir/$(echo "$name" | tr -c 'A-Za-z0-9' _).log"
+    job "$out" "$limit" "$@" "${on[@]}" "$bin/allreduce_check" --quick
     rc=$?
     if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then
         why="timed out after ${limit}s"
@@ -119,10 +129,11 @@ osu_step() {
     fi
     declare -A before_s before_r
     for n in node0 node1; do before_s[$n]=$(counter $n sent); before_r[$n]=$(counter $n received); done
-    GPURDMA_CLUSTER_TIMEOUT=180 "$cluster" run --host node0:2,node1:2 "${on[@]}" \
-        "$osu" -m 1048576:16777216 -i 5 -x 1 >"$out" 2>&1
+    job "$out" 180 --host node0:2,node1:2 "${on[@]}" "$osu" -m 1048576:16777216 -i 5 -x 1
     rc=$?
-    if [ $rc -ne 0 ]; then
+    if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then
+        why="timed out after 180s"
+    elif [ $rc -ne 0 ]; then
         why="exit code $rc"
     else
         why=$(check_used "$out" 2)

@@ -253,6 +253,12 @@ static inline uint64_t int_input(int op, uint64_t h, size_t index, int bits, boo
 enum { FPK_EXACT, FPK_FINE, FPK_DENORM, FPK_HUGE, FPK_INF };
 typedef struct { int kind; double v; int k; } fp_pick;
 
+/* 2^e for -64 <= e <= 63, exactly, without libm. */
+static inline double pow2(int e)
+{
+    return e >= 0 ? (double)(1ull << e) : 1.0 / (double)(1ull << -e);
+}
+
 /*
  *   SUM:  integers in [-64, 64], some plus 0.5 (all partial sums exact); long double
  *         adds k * 2^-48 to some, below double precision of the total
@@ -260,12 +266,6 @@ typedef struct { int kind; double v; int k; } fp_pick;
  *   MIN/MAX: small integers (ties), random values of varied exponent, subnormals,
  *         +-MAX, +-infinity, and (long double) 1 + k*epsilon.  Never -0.0 or NaN.
  */
-/* 2^e for -64 <= e <= 63, exactly, without libm. */
-static inline double pow2(int e)
-{
-    return e >= 0 ? (double)(1ull << e) : 1.0 / (double)(1ull << -e);
-}
-
 static inline fp_pick float_pick(int op, uint64_t h)
 {
     fp_pick p = { FPK_EXACT, 0.0, 0 };
@@ -363,7 +363,7 @@ typedef void show_fn(const void *elem, char *buf, size_t len);
                           void *out)                                                    \
     {                                                                                   \
         const uint64_t base = rank_base(seed, rank);                                    \
-        const bool sgn = (SGN);                                                          \
+        const bool sgn = (SGN);                                                         \
         T *o = out;                                                                     \
         for (size_t i = 0; i < n; i++) {                                                \
             UT u = (UT)int_input(op, elem_hash(base, first + i), first + i,             \
@@ -700,8 +700,8 @@ static void init_types(void)
         T_ENTRY(MPI_FLOAT, float, float, OPS_ARITH, T_BITWISE | T_REP),
         T_ENTRY(MPI_DOUBLE, double, double, OPS_ARITH, T_BITWISE | T_REP),
         T_ENTRY(MPI_LONG_DOUBLE, ldouble, long double, OPS_ARITH, T_REP),
-        T_ENTRY(MPI_C_COMPLEX, cfloat, float _Complex, OPS_COMPLEX, T_BITWISE),
         T_ENTRY(MPI_C_FLOAT_COMPLEX, cfloat, float _Complex, OPS_COMPLEX, T_BITWISE),
+        T_ENTRY(MPI_C_COMPLEX, cfloat, float _Complex, OPS_COMPLEX, T_BITWISE),
         T_ENTRY(MPI_C_DOUBLE_COMPLEX, cdouble, double _Complex, OPS_COMPLEX,
                 T_BITWISE | T_REP),
         T_ENTRY(MPI_C_LONG_DOUBLE_COMPLEX, cldouble, long double _Complex, OPS_COMPLEX, 0),
@@ -714,8 +714,8 @@ static void init_types(void)
     };
     ntypes = 0;
     for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
-        /* Some names are aliases of one handle (Open MPI: MPI_C_COMPLEX and
-         * MPI_C_FLOAT_COMPLEX, MPI_LONG_LONG and MPI_LONG_LONG_INT): test once. */
+        /* Some names are aliases of one handle (Open MPI: MPI_C_FLOAT_COMPLEX and
+         * MPI_C_COMPLEX, MPI_LONG_LONG and MPI_LONG_LONG_INT): test it once. */
         bool dup = false;
         for (int j = 0; j < ntypes; j++)
             dup |= types[j].dt == table[i].dt;
@@ -832,6 +832,7 @@ typedef struct comm_case {
     MPI_Comm comm; /* MPI_COMM_NULL on ranks outside it */
     int rank, size;
     bool all_types; /* whole matrix; else the T_REP types only, fewer counts */
+    bool large;     /* counts above REP_ONLY_ABOVE too */
     bool owned;     /* free at the end */
 } comm_case;
 
@@ -839,12 +840,13 @@ typedef struct comm_case {
 static comm_case comms[MAX_COMMS];
 static int ncomms;
 
-static void add_comm(const char *name, MPI_Comm c, bool all_types, bool owned)
+static void add_comm(const char *name, MPI_Comm c, bool all_types, bool large, bool owned)
 {
     comm_case *cc = &comms[ncomms++];
     snprintf(cc->name, sizeof cc->name, "%s", name);
     cc->comm = c;
     cc->all_types = all_types;
+    cc->large = large;
     cc->owned = owned;
     cc->rank = -1;
     cc->size = 0;
@@ -863,17 +865,18 @@ static void create_comms(void)
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
 
-    /* Every type on world and self, the representative ones on the others. */
-    add_comm("world", MPI_COMM_WORLD, true, false);
+    /* Every type on world and self, the representative ones on the others;
+     * the largest matrix count on world, self and the reversed subset. */
+    add_comm("world", MPI_COMM_WORLD, true, true, false);
 
     MPI_Comm_dup(MPI_COMM_WORLD, &c);
-    add_comm("dup", c, false, true);
+    add_comm("dup", c, false, false, true);
 
     MPI_Comm_split(MPI_COMM_WORLD, rank % 2, rank, &c);
-    add_comm("split_parity", c, false, true);
+    add_comm("split_parity", c, false, false, true);
 
     MPI_Comm_split(MPI_COMM_WORLD, rank % 2, size - rank, &c);
-    add_comm("split_parity_reversed", c, false, true);
+    add_comm("split_parity_reversed", c, false, false, true);
 
     /* All ranks but the last, in reverse order. */
     c = MPI_COMM_NULL;
@@ -889,9 +892,9 @@ static void create_comms(void)
         MPI_Group_free(&wg);
         free(ranks);
     }
-    add_comm("create_group_reversed", c, false, true);
+    add_comm("create_group_reversed", c, false, true, true);
 
-    add_comm("self", MPI_COMM_SELF, true, false);
+    add_comm("self", MPI_COMM_SELF, true, true, false);
 }
 
 static void free_comms(void)
@@ -989,7 +992,7 @@ static void check_call(const comm_case *cc, const dtype_info *t, int op, size_t 
         int len;
         MPI_Error_string(rc, err, &len);
         fail("%s: MPI_Allreduce returned %d (%s)", what, rc, err);
-        goto out;
+        return;
     }
 
     memcpy(got, recvbuf, bytes);
@@ -1016,21 +1019,19 @@ static void check_call(const comm_case *cc, const dtype_info *t, int op, size_t 
             t->show((const unsigned char *)got + i * t->size, g_str, sizeof g_str);
             fail("%s: index %zu expected %s got %s (%zu of %zu elements wrong)", what, i,
                  e_str, g_str, nbad, count);
-            goto out;
+            return;
         }
     }
     if (!bytes_are(recvbase, GUARD_BYTES + recv_off, GUARD_FILL) ||
         !bytes_are(recvbuf + bytes, GUARD_BYTES, GUARD_FILL)) {
         fail("%s: bytes written outside the receive buffer", what);
-        goto out;
+        return;
     }
     if (!in_place && memcmp(sendbuf, input, bytes) != 0) {
         fail("%s: send buffer modified", what);
-        goto out;
+        return;
     }
     pass();
-out:
-    return;
 }
 
 /* Expected value once, then the call in normal and in-place mode. */
@@ -1054,9 +1055,11 @@ static void run_case(int comm_idx, const dtype_info *t, int op, size_t count)
 /* ------------------------------------------------------------------------ */
 
 /*
- * Counts.  On world and self every (type, op) runs at every count up to 4097,
- * and the T_REP types (one per element size and kind) also at 65537; on the
- * other communicators the T_REP types run at the counts marked `all`.
+ * Counts.  On world and self every (type, op) runs at every count up to 4097;
+ * on the other communicators the T_REP types (one per element size and kind)
+ * run at the counts marked `all`.  Above 4097 (chunking and pipelining, not
+ * the op kernels) only the T_REP types with their first op run, on the
+ * communicators that have `large`.
  * Every call runs twice: normal and MPI_IN_PLACE.
  */
 static const struct { size_t count; bool all; } counts_full[] = {
@@ -1068,12 +1071,22 @@ static const struct { size_t count; bool all; } counts_quick[] = {
 };
 #define REP_ONLY_ABOVE 4097
 
-static void section_matrix(bool quick)
+static int first_op(unsigned ops)
+{
+    int op = 0;
+    while (op < NUM_OPS && !(ops & BIT(op)))
+        op++;
+    return op;
+}
+
+static void section_matrix(bool quick, bool verbose)
 {
     const size_t ncounts = quick ? sizeof counts_quick / sizeof counts_quick[0]
                                  : sizeof counts_full / sizeof counts_full[0];
     for (int c = 0; c < ncomms; c++) {
         const comm_case *cc = &comms[c];
+        const double t0 = MPI_Wtime();
+        const long long calls0 = g_passed + g_failed;
         if (cc->comm == MPI_COMM_NULL)
             continue;
         for (int ti = 0; ti < ntypes; ti++) {
@@ -1087,7 +1100,8 @@ static void section_matrix(bool quick)
                 for (size_t k = 0; k < ncounts; k++) {
                     size_t count = quick ? counts_quick[k].count : counts_full[k].count;
                     bool all = quick ? counts_quick[k].all : counts_full[k].all;
-                    if (count > REP_ONLY_ABOVE && !rep)
+                    if (count > REP_ONLY_ABOVE &&
+                        (!rep || !cc->large || op != first_op(t->ops)))
                         continue;
                     if (!cc->all_types && !all)
                         continue;
@@ -1095,6 +1109,9 @@ static void section_matrix(bool quick)
                 }
             }
         }
+        if (verbose && g_world_rank == 0)
+            printf("  %-34s %6lld calls %7.2f s\n", cc->name, g_passed + g_failed - calls0,
+                   MPI_Wtime() - t0);
     }
 }
 
@@ -1320,7 +1337,7 @@ int main(int argc, char **argv)
                    name, t1 - t0, cpu_seconds() - c0, g_passed, g_failed);              \
         t0 = t1;                                                                        \
     } while (0)
-    SECTION("matrix", section_matrix(quick));
+    SECTION("matrix", section_matrix(quick, verbose));
     if (!quick)
         SECTION("large", section_large());
     SECTION("bitident", section_bitident(quick));

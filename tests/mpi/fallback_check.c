@@ -13,9 +13,10 @@
  *     (MPI-3.1 5.9.2; derived types with predefined ops are an MPI_Accumulate
  *     feature), and Open MPI rejects MPI_SUM on them with MPI_ERR_OP, so these
  *     use user-defined sum/max ops that read the layout from the datatype.
- *   - predefined ops (MPI_INT MPI_SUM, MPI_DOUBLE MPI_MAX) for control, and for
  *   - an inter-communicator (two halves of MPI_COMM_WORLD): each group gets the
- *     reduction of the OTHER group's data, in that group's rank order
+ *     reduction of the OTHER group's data, in that group's rank order; all the
+ *     cases above run there, plus predefined ops (MPI_INT MPI_SUM, MPI_DOUBLE
+ *     MPI_MAX), which on intra-communicators are a control
  *
  * Every case runs on MPI_COMM_WORLD and on a reversed-order split of it, normal
  * and MPI_IN_PLACE, and (normal only: MPI_IN_PLACE is not allowed there) on the

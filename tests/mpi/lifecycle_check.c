@@ -10,6 +10,7 @@
  *
  * Usage: lifecycle_check [--cycles N | N]      (default 1000)
  */
+#define _POSIX_C_SOURCE 200809L /* opendir, sysconf */
 #include <mpi.h>
 
 #include <dirent.h>
