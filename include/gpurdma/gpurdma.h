@@ -87,6 +87,14 @@ const char *gpurdma_status_name(gpurdma_status_t status);
 gpurdma_status_t gpurdma_reduce_local(gpurdma_op_t op, gpurdma_dtype_t dtype, void *dst,
                                       const void *a, const void *b, size_t count);
 
+/* ---- memory types ---- */
+
+/* 1 if ptr is GPU device memory (CUDA driver loaded at run time, if present). */
+int gpurdma_is_device_memory(const void *ptr);
+
+/* Copies bytes between host and device memory, in either direction. */
+gpurdma_status_t gpurdma_memcpy(void *dst, const void *src, size_t bytes);
+
 /* ---- bootstrap: supplied by the caller, used only at set-up ---- */
 
 /*
@@ -114,6 +122,7 @@ typedef struct gpurdma_config {
     const char *ucx_tls;      /* UCX transports for our own context ("" = UCX default) */
     const char *logical_nodes; /* "" by host; "K" or "a,b,c": split hosts into virtual nodes */
     const char *net_devices;  /* "" nearest RDMA NIC; "mlx5_0:1,..." or "^dev" to restrict; "none" */
+    int cuda;                 /* 1: recognise GPU buffers if a CUDA driver is present; 0: never load it */
     gpurdma_log_fn_t log;     /* may be NULL */
 } gpurdma_config_t;
 
@@ -154,7 +163,8 @@ gpurdma_status_t gpurdma_comm_create(gpurdma_context_t *context,
 void gpurdma_comm_destroy(gpurdma_comm_t *comm);
 
 /*
- * Blocking allreduce of `count` elements. sendbuf == NULL means in place (the data is
+ * Blocking allreduce of `count` elements, on host or GPU buffers (GPU buffers are
+ * staged through host memory for now). sendbuf == NULL means in place (the data is
  * in recvbuf). Returns GPURDMA_ERR_UNSUPPORTED, before any communication and on every
  * rank alike, for what the caller must hand to another implementation. Other errors
  * leave a message retrievable with gpurdma_comm_last_error.

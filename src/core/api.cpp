@@ -1,10 +1,12 @@
 // extern "C" entry points: argument checks, exception barrier, then the C++ objects.
+#include <cstring>
 #include <new>
 #include <stdexcept>
 
 #include "core/comm.h"
 #include "core/context.h"
 #include "gpurdma/gpurdma.h"
+#include "mem/cuda_driver.h"
 #include "topo/nic.h"
 
 gpurdma_context::gpurdma_context(const gpurdma_config_t &c)
@@ -63,6 +65,7 @@ gpurdma_status_t gpurdma_context_create(const gpurdma_config_t *config, gpurdma_
     *out = nullptr;
     if (config->slots < 1 || config->chunk_size < 64 || config->timeout_s <= 0) return GPURDMA_ERR_INVALID;
     gpurdma::Logger log(config->log, config->verbose);
+    if (!config->cuda) gpurdma::mem::CudaDriver::disable();
     try {
         *out = new gpurdma_context(*config);
         return GPURDMA_OK;
@@ -118,6 +121,23 @@ gpurdma_status_t gpurdma_allreduce(gpurdma_comm_t *comm, const void *sendbuf, vo
         comm->last_error = comm->name + ": " + e.what();
         return GPURDMA_ERR_TRANSPORT;
     }
+}
+
+int gpurdma_is_device_memory(const void *ptr)
+{
+    return gpurdma::mem::CudaDriver::instance().query(ptr).kind == gpurdma::mem::MemoryKind::Device;
+}
+
+gpurdma_status_t gpurdma_memcpy(void *dst, const void *src, size_t bytes)
+{
+    const auto &cuda = gpurdma::mem::CudaDriver::instance();
+    const auto d = cuda.query(dst), s = cuda.query(src);
+    if (d.kind != gpurdma::mem::MemoryKind::Device && s.kind != gpurdma::mem::MemoryKind::Device) {
+        std::memmove(dst, src, bytes);
+        return GPURDMA_OK;
+    }
+    std::string error;
+    return cuda.copy(dst, src, bytes, d.context ? d.context : s.context, &error) ? GPURDMA_OK : GPURDMA_ERR_TRANSPORT;
 }
 
 const char *gpurdma_comm_last_error(const gpurdma_comm_t *comm)

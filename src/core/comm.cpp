@@ -11,6 +11,7 @@
 
 #include "core/wire.h"
 #include "exec/executor.h"
+#include "mem/cuda_driver.h"
 #include "plan/neighbors.h"
 #include "plan/planner.h"
 #include "reduce/reduce.h"
@@ -348,6 +349,42 @@ gpurdma_status_t gpurdma_comm::run(const Schedule &schedule, const void *sendbuf
     }
 }
 
+// GPU buffers through host memory: copy in, the host path, copy out. The staging
+// buffers are kept, so repeated calls allocate nothing.
+gpurdma_status_t gpurdma_comm::staged_allreduce(const void *sendbuf, void *recvbuf, size_t count,
+                                                gpurdma_dtype_t dtype, gpurdma_op_t op,
+                                                const gpurdma::mem::PointerInfo &sinfo,
+                                                const gpurdma::mem::PointerInfo &rinfo)
+{
+    using gpurdma::mem::MemoryKind;
+    const auto &cuda = gpurdma::mem::CudaDriver::instance();
+    const size_t bytes = count * gpurdma::reduce::dtype_size(dtype);
+    const bool in_place = sendbuf == nullptr || sendbuf == recvbuf;
+    if (stage_recv_.size() < bytes) stage_recv_.resize(bytes);
+    std::string error;
+    const void *host_send = nullptr;
+    if (in_place) {
+        if (!cuda.copy(stage_recv_.data(), recvbuf, bytes, rinfo.context, &error))
+            return fail(GPURDMA_ERR_TRANSPORT, name + ": staging the GPU buffer to host: " + error);
+    } else if (sinfo.kind == MemoryKind::Device) {
+        if (stage_send_.size() < bytes) stage_send_.resize(bytes);
+        if (!cuda.copy(stage_send_.data(), sendbuf, bytes, sinfo.context, &error))
+            return fail(GPURDMA_ERR_TRANSPORT, name + ": staging the GPU send buffer to host: " + error);
+        host_send = stage_send_.data();
+    } else {
+        host_send = sendbuf;
+    }
+    const gpurdma_status_t st = allreduce(in_place ? nullptr : host_send, stage_recv_.data(), count, dtype, op);
+    if (st != GPURDMA_OK) return st;
+    if (rinfo.kind == MemoryKind::Device) {
+        if (!cuda.copy(recvbuf, stage_recv_.data(), bytes, rinfo.context, &error))
+            return fail(GPURDMA_ERR_TRANSPORT, name + ": copying the result to the GPU: " + error);
+    } else {
+        std::memcpy(recvbuf, stage_recv_.data(), bytes);
+    }
+    return GPURDMA_OK;
+}
+
 gpurdma_status_t gpurdma_comm::allreduce(const void *sendbuf, void *recvbuf, size_t count,
                                          gpurdma_dtype_t dtype, gpurdma_op_t op)
 {
@@ -356,6 +393,15 @@ gpurdma_status_t gpurdma_comm::allreduce(const void *sendbuf, void *recvbuf, siz
     const size_t elem = gpurdma::reduce::dtype_size(dtype);
     const bool in_place = sendbuf == nullptr || sendbuf == recvbuf;
     if (count == 0) return GPURDMA_OK;
+    // GPU buffers arrive as raw pointers from a non-CUDA-aware Open MPI: recognise them
+    // before anything touches them from the CPU.
+    const auto &cuda = gpurdma::mem::CudaDriver::instance();
+    if (cuda.available()) {
+        const auto rinfo = cuda.query(recvbuf);
+        const auto sinfo = in_place ? rinfo : cuda.query(sendbuf);
+        if (rinfo.kind == gpurdma::mem::MemoryKind::Device || sinfo.kind == gpurdma::mem::MemoryKind::Device)
+            return staged_allreduce(sendbuf, recvbuf, count, dtype, op, sinfo, rinfo);
+    }
     if (size == 1) {
         if (!in_place) std::memcpy(recvbuf, sendbuf, count * elem);
         ++stats.calls;

@@ -11,6 +11,7 @@
 
 #include "core/context.h"
 #include "gpurdma/gpurdma.h"
+#include "mem/cuda_driver.h"
 #include "plan/schedule.h"
 #include "topo/topology.h"
 #include "transport/router.h"
@@ -36,6 +37,9 @@ struct gpurdma_comm {
 private:
     enum class SetupState { NotYet, Ready, Declined };
 
+    gpurdma_status_t staged_allreduce(const void *sendbuf, void *recvbuf, size_t count, gpurdma_dtype_t dtype,
+                                      gpurdma_op_t op, const gpurdma::mem::PointerInfo &sinfo,
+                                      const gpurdma::mem::PointerInfo &rinfo);
     gpurdma_status_t ensure_setup();
     bool setup_local(const std::vector<std::string> &hosts, std::string *why);
     std::string setup_connect(const std::vector<std::string> &blobs);
@@ -60,4 +64,6 @@ private:
     std::unique_ptr<gpurdma::transport::UcxChannels> ucx_;
     std::unique_ptr<gpurdma::transport::Router> router_;
     std::map<std::tuple<size_t, size_t, bool>, gpurdma::plan::Schedule> schedules_;
+    std::vector<char> stage_send_;  // host copies of GPU buffers (kept between calls)
+    std::vector<char> stage_recv_;
 };

@@ -14,5 +14,6 @@ extern "C" void gpurdma_config_default(gpurdma_config_t *config)
     config->ucx_tls = "";
     config->logical_nodes = "";
     config->net_devices = "";
+    config->cuda = 1;
     config->log = nullptr;
 }

@@ -22,6 +22,7 @@ BEGIN_C_DECLS
 typedef struct mca_coll_gpurdma_globals {
     int priority;
     int verbose;
+    int cuda;                      /* GPU buffers recognised (coll_gpurdma_cuda) */
     int output;                    /* opal_output stream */
     gpurdma_context_t *context;    /* created on first use */
     bool context_failed;           /* do not retry a context that could not start */

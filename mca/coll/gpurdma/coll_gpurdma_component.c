@@ -12,6 +12,7 @@
 mca_coll_gpurdma_globals_t mca_coll_gpurdma_globals = {
     .priority = 0,
     .verbose = 0,
+    .cuda = 1,
     .output = -1,
 };
 
@@ -40,6 +41,7 @@ static char *algorithm_param;
 static char *ucx_tls_param;
 static char *logical_nodes_param;
 static char *net_devices_param;
+static int cuda_param;
 static size_t chunk_size_param;
 static size_t small_msg_param;
 static int slots_param;
@@ -91,6 +93,9 @@ static int gpurdma_register(void)
         "rank uses the RDMA NIC nearest its CPUs by hwloc's PCI tree; UCX decides when there is none), "
         "a list (mlx5_0:1,mlx5_1:1), ^list to exclude, or none (UCX_NET_DEVICES/UCX decide)",
         MCA_BASE_VAR_TYPE_STRING, OPAL_INFO_LVL_6, &net_devices_param);
+    cuda_param = 1;
+    reg("cuda", "1: recognise GPU (cudaMalloc) buffers when a CUDA driver is present (loaded at run time); "
+        "0: never load the CUDA driver", MCA_BASE_VAR_TYPE_INT, OPAL_INFO_LVL_6, &cuda_param);
     return OMPI_SUCCESS;
 }
 
@@ -150,6 +155,8 @@ static void validated_config(gpurdma_config_t *c)
     c->ucx_tls = ucx_tls_param ? ucx_tls_param : "";
     c->logical_nodes = logical_nodes_param ? logical_nodes_param : "";
     c->net_devices = net_devices_param ? net_devices_param : "";
+    c->cuda = cuda_param != 0;
+    mca_coll_gpurdma_globals.cuda = c->cuda;
 }
 
 bool mca_coll_gpurdma_ensure_context(void)

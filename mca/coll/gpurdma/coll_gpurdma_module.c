@@ -7,6 +7,7 @@
 
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "ompi/datatype/ompi_datatype.h"
 #include "opal/util/output.h"
@@ -84,7 +85,8 @@ mca_coll_base_module_t *mca_coll_gpurdma_comm_query(struct ompi_communicator_t *
     mca_coll_gpurdma_globals_t *g = &mca_coll_gpurdma_globals;
     *priority = g->priority;
     if (g->priority <= 0) return NULL;
-    if (OMPI_COMM_IS_INTER(comm) || ompi_comm_size(comm) < 2) return NULL;
+    /* Single-rank communicators too: coll/self would touch GPU buffers from the CPU. */
+    if (OMPI_COMM_IS_INTER(comm)) return NULL;
     if (ompi_mpi_thread_multiple) {
         if (g->verbose >= 1)
             opal_output(0, "coll:gpurdma: MPI_THREAD_MULTIPLE is not supported; declining %s", comm->c_name);
@@ -102,11 +104,48 @@ mca_coll_base_module_t *mca_coll_gpurdma_comm_query(struct ompi_communicator_t *
     return &m->super;
 }
 
+/*
+ * The previous module cannot read GPU memory (Open MPI is not CUDA-aware): give it
+ * host copies of the buffers' whole span, then copy the result back.
+ */
+static int staged_fallback(mca_coll_gpurdma_module_t *m, const void *sbuf, void *rbuf, int count,
+                           struct ompi_datatype_t *dtype, struct ompi_op_t *op)
+{
+    ptrdiff_t lb, extent, true_lb, true_extent;
+    ompi_datatype_get_extent(dtype, &lb, &extent);
+    ompi_datatype_get_true_extent(dtype, &true_lb, &true_extent);
+    size_t span = count > 0 ? (size_t)(count - 1) * (size_t)extent + (size_t)true_extent : 0;
+    char *host_r = malloc(span ? span : 1), *host_s = NULL;
+    if (NULL == host_r) return OMPI_ERR_OUT_OF_RESOURCE;
+    int rc = OMPI_SUCCESS;
+    bool in_place = sbuf == MPI_IN_PLACE;
+    if (in_place) {
+        if (span && GPURDMA_OK != gpurdma_memcpy(host_r, (char *)rbuf + true_lb, span)) rc = MPI_ERR_OTHER;
+    } else {
+        host_s = malloc(span ? span : 1);
+        if (NULL == host_s) rc = OMPI_ERR_OUT_OF_RESOURCE;
+        else if (span && GPURDMA_OK != gpurdma_memcpy(host_s, (const char *)sbuf + true_lb, span)) rc = MPI_ERR_OTHER;
+    }
+    if (OMPI_SUCCESS == rc)
+        rc = m->prev_allreduce(in_place ? MPI_IN_PLACE : host_s - true_lb, host_r - true_lb, count, dtype, op, m->comm,
+                               m->prev_allreduce_module);
+    if (OMPI_SUCCESS == rc && span && GPURDMA_OK != gpurdma_memcpy((char *)rbuf + true_lb, host_r, span))
+        rc = MPI_ERR_OTHER;
+    if (MPI_ERR_OTHER == rc) opal_output(0, "coll:gpurdma: %s: copying GPU buffers for the previous allreduce failed", m->name);
+    free(host_s);
+    free(host_r);
+    return rc;
+}
+
 static int fallback(mca_coll_gpurdma_module_t *m, const char *why, const void *sbuf, void *rbuf, int count,
                     struct ompi_datatype_t *dtype, struct ompi_op_t *op)
 {
+    bool device = mca_coll_gpurdma_globals.cuda &&
+                  (gpurdma_is_device_memory(rbuf) || (sbuf != MPI_IN_PLACE && gpurdma_is_device_memory(sbuf)));
     if (mca_coll_gpurdma_globals.verbose >= 2)
-        opal_output(0, "coll:gpurdma: %s: fallback to the previous allreduce (%s)", m->name, why);
+        opal_output(0, "coll:gpurdma: %s: fallback to the previous allreduce (%s)%s", m->name, why,
+                    device ? ", staged through host memory" : "");
+    if (device) return staged_fallback(m, sbuf, rbuf, count, dtype, op);
     return m->prev_allreduce(sbuf, rbuf, count, dtype, op, m->comm, m->prev_allreduce_module);
 }
 
