@@ -13,6 +13,9 @@
  *     (MPI-3.1 5.9.2; derived types with predefined ops are an MPI_Accumulate
  *     feature), and Open MPI rejects MPI_SUM on them with MPI_ERR_OP, so these
  *     use user-defined sum/max ops that read the layout from the datatype.
+ *   - predefined ops on predefined types a component may not map: the Fortran
+ *     MPI_INTEGER (MPI_SUM) and MPI_DOUBLE_PRECISION (MPI_MAX), where the
+ *     library has them
  *   - an inter-communicator (two halves of MPI_COMM_WORLD): each group gets the
  *     reduction of the OTHER group's data, in that group's rank order; all the
  *     cases above run there, plus predefined ops (MPI_INT MPI_SUM, MPI_DOUBLE
@@ -88,12 +91,13 @@ typedef struct test_case {
     MPI_Op op;
     int kind;                /* K_*: what the op computes */
     bool is_double;          /* base type of the cells: double, else int */
+    bool no_overflow;        /* integer inputs small enough that sums cannot overflow */
     size_t extent;           /* bytes per element of dt */
     int ncells;              /* base values per element */
     size_t cell[MAX_CELLS];  /* their byte offsets; the rest of the extent is holes */
 } test_case;
 
-static test_case cases[12];
+static test_case cases[16];
 static int ncases;
 static MPI_Datatype owned_types[8];
 static int nowned;
@@ -209,7 +213,19 @@ static void add_case(const char *name, MPI_Datatype dt, MPI_Op op, int kind, boo
     c->is_double = is_double;
     c->extent = (size_t)extent;
     c->ncells = ncells;
+    c->no_overflow = false;
     memcpy(c->cell, cell, (size_t)ncells * sizeof *cell);
+}
+
+/* Can this predefined type be reduced with op here, and is it laid out as a C
+ * type of csize bytes?  (Fortran types exist only if the library has Fortran.) */
+static bool usable(MPI_Datatype dt, size_t csize, MPI_Op op)
+{
+    int size = 0;
+    unsigned char in[16] = { 0 }, inout[16] = { 0 };
+    if (MPI_Type_size(dt, &size) != MPI_SUCCESS || size != (int)csize)
+        return false;
+    return MPI_Reduce_local(in, inout, 1, dt, op) == MPI_SUCCESS;
 }
 
 static void create_cases(void)
@@ -251,6 +267,23 @@ static void create_cases(void)
     MPI_Type_dup(MPI_DOUBLE, &t);
     owned_types[nowned++] = t; /* a duplicate of a committed type is committed */
     add_case("dup(MPI_DOUBLE), user sum", t, op_user_sum, K_SUM, true, 1, one);
+
+    /*
+     * Predefined ops reach a collective component with a datatype it may not map
+     * only through predefined types it does not know: here the Fortran ones, which
+     * C code may use (Fortran INTEGER has no defined overflow: small inputs).
+     */
+    if (usable(MPI_INTEGER, sizeof(int), MPI_SUM)) {
+        add_case("MPI_INTEGER (Fortran), MPI_SUM", MPI_INTEGER, MPI_SUM, K_SUM, false, 1, one);
+        cases[ncases - 1].no_overflow = true;
+    } else if (g_world_rank == 0) {
+        printf("note: MPI_INTEGER is not usable as a 4-byte int here: case skipped\n");
+    }
+    if (usable(MPI_DOUBLE_PRECISION, sizeof(double), MPI_MAX))
+        add_case("MPI_DOUBLE_PRECISION (Fortran), MPI_MAX", MPI_DOUBLE_PRECISION, MPI_MAX, K_MAX,
+                 true, 1, one);
+    else if (g_world_rank == 0)
+        printf("note: MPI_DOUBLE_PRECISION is not usable as a double here: case skipped\n");
 }
 
 static void free_cases(void)
@@ -274,6 +307,8 @@ static int input_int(const test_case *tc, uint64_t seed, int who, size_t e, int 
         return (int)(h % 7) - 3;
     if (tc->kind == K_MAX)
         return (h & 0x300) ? (int)(h % 9) - 4 : (int)(uint32_t)(h >> 32); /* ties, extremes */
+    if (tc->no_overflow)
+        return (int)(h % 2001) - 1000;
     return (int)(uint32_t)(h >> 32); /* sums wrap */
 }
 
