@@ -19,20 +19,26 @@
 #     (198.18.0.254/24). Only addresses from 198.18.0.0/15 (the benchmarking range) are
 #     used, and nothing is routed anywhere else;
 #   - a holder process (sleep infinity) in that network namespace plus its own UTS
-#     namespace (hostname nodeK) and mount namespace (a private /etc/hosts naming all
-#     hosts bind-mounted over /etc/hosts, and /sys showing the namespace's interfaces).
-# Everything "on" host K runs via nsenter into the holder's net, uts and mount
-# namespaces: mpirun on node0, and Open MPI's orted on the others via the rsh agent.
-# MPI_COMM_TYPE_SHARED then splits by host, and gethostname() returns nodeK.
+#     (hostname nodeK), IPC and mount namespaces. The mount namespace has a private
+#     /etc/hosts naming all hosts, /sys showing the host's interfaces, an empty /dev/shm
+#     and its own /proc/sys/kernel/random/boot_id: UCX takes processes with the same
+#     boot id (and IPC namespace) for one machine and would use shared memory between
+#     them, so without this gpurdma's inter-host traffic would never touch the links.
+# Everything "on" host K runs via nsenter into the holder's namespaces: mpirun on node0,
+# and Open MPI's orted on the others via the rsh agent. MPI_COMM_TYPE_SHARED then splits
+# by host, and gethostname() returns nodeK. The real /etc/hosts is never touched.
 #
 # Environment:
-#   GPURDMA_CLUSTER_STATE    state directory (/tmp/gpurdma-cluster): pids, hosts, hostfile
+#   GPURDMA_CLUSTER_STATE    state directory (/tmp/gpurdma-cluster): pids, hosts, hostfile,
+#                            the rsh agent
 #   GPURDMA_BUILD            gpurdma build directory (<repo>/build); its component/
 #                            directory is appended to Open MPI's component path
 #   GPURDMA_CLUSTER_TIMEOUT  seconds before `run` kills mpirun (300)
 #   GPURDMA_CLUSTER_SLOTS    slots per host in the default hostfile (2)
-#   UCX_TLS, UCX_NET_DEVICES passed to the ranks; `run` defaults them to tcp,self and
-#                            eth0 (see below)
+#   MPIRUN, OMPI_PKGLIBDIR   mpirun to use (mpirun); Open MPI's component directory
+#                            (from ompi_info)
+#   UCX_*                    passed to the ranks with -x; `run` sets UCX_NET_DEVICES=eth0
+#                            unless it is set (UCX_NET_DEVICES=all to undo)
 set -u
 
 top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
