@@ -64,6 +64,7 @@ UcxContext::UcxContext(const std::string &tls, const std::string &net_devices)
 
 UcxContext::~UcxContext()
 {
+    endpoints_.clear();  // close (flush, bounded) before the worker goes
     ucp_worker_destroy(worker_);
     ucp_cleanup(context_);
 }
@@ -71,9 +72,7 @@ UcxContext::~UcxContext()
 std::shared_ptr<UcxEndpoint> UcxContext::endpoint(const std::string &address, std::string *error)
 {
     auto it = endpoints_.find(address);
-    if (it != endpoints_.end()) {
-        if (auto ep = it->second.lock()) return ep;
-    }
+    if (it != endpoints_.end()) return it->second;
     ucp_ep_params_t params{};
     params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
     params.address = reinterpret_cast<const ucp_address_t *>(address.data());
@@ -85,9 +84,6 @@ std::shared_ptr<UcxEndpoint> UcxContext::endpoint(const std::string &address, st
     }
     auto shared = std::make_shared<UcxEndpoint>(*this, ep);
     endpoints_[address] = shared;
-    // Drop stale cache entries so the map does not grow with dead weak pointers.
-    for (auto i = endpoints_.begin(); i != endpoints_.end();)
-        i = i->second.expired() ? endpoints_.erase(i) : std::next(i);
     return shared;
 }
 

@@ -1,6 +1,7 @@
-// One UCX context and worker per process, shared by every communicator, with a
-// cache of endpoints keyed by the peer's worker address so that a peer met again
-// on a new communicator is not connected twice.
+// One UCX context and worker per process, shared by every communicator, with one
+// endpoint per peer process (keyed by its worker address), kept until the context
+// goes: communicators come and go (1,000 dup/free cycles) without reconnecting,
+// and without the sockets a closed-and-reopened tcp endpoint leaves behind.
 #pragma once
 
 #include <ucp/api/ucp.h>
@@ -29,7 +30,7 @@ public:
     // Returns events processed; cheap when there is nothing to do.
     unsigned progress() { return ucp_worker_progress(worker_); }
 
-    // The endpoint to the worker at `address`, shared while anyone holds it.
+    // The endpoint to the worker at `address`, created on first use.
     std::shared_ptr<UcxEndpoint> endpoint(const std::string &address, std::string *error);
 
     // Completes a request with progress, at most timeout_s; frees it. Returns its status
@@ -40,7 +41,7 @@ private:
     ucp_context_h context_ = nullptr;
     ucp_worker_h worker_ = nullptr;
     std::string address_;
-    std::map<std::string, std::weak_ptr<UcxEndpoint>> endpoints_;
+    std::map<std::string, std::shared_ptr<UcxEndpoint>> endpoints_;
 };
 
 class UcxEndpoint {

@@ -110,10 +110,12 @@ run "fallback np=3" fallback 300 -- -np 3 --mca coll_gpurdma_priority 100 --mca 
 run "peer missing: error, no hang np=3" timeout 120 -- -np 3 "${on[@]}" --mca coll_gpurdma_timeout 2 \
     "$bin/timeout_check" 2
 # Falls back to Open MPI's ops here, hence op ^avx (Debian's op/avx saturates char sums).
-run "UCX cannot start: previous module np=2" cannot-start 120 -- -np 2 "${on[@]}" --mca op ^avx \
+run "UCX cannot start: previous module np=2" cannot-start 120 -- -np 2 "${on[@]}" --mca op ^avx --mca coll_gpurdma_logical_nodes 1 \
     --mca coll_gpurdma_ucx_tls no_such_transport "$bin/allreduce_check" --quick
 
-run "lifecycle np=4 (1000 dup/free)" used 600 -- -np 4 "${on[@]}" "$bin/lifecycle_check"
+run "lifecycle np=4, 1000 dup-free cycles" used 600 -- -np 4 "${on[@]}" "$bin/lifecycle_check"
+run "lifecycle np=4 2x2 logical nodes, 300 cycles" used 600 -- -np 4 "${on[@]}" --mca coll_gpurdma_logical_nodes 2 \
+    "$bin/lifecycle_check" 300
 run "lifecycle np=2 over UCX tcp" used 600 UCX_TLS=tcp -- -np 2 "${on[@]}" --mca coll_gpurdma_logical_nodes 1 \
     "$bin/lifecycle_check" 300
 if [ "${GPURDMA_SKIP_LARGE:-0}" = 1 ]; then
