@@ -1,7 +1,9 @@
 // Host reduction kernels and the op x dtype dispatch, generated from two small
 // type maps (dtype -> element type and kind, op -> functor) and one validity rule.
 #include <array>
+#include <algorithm>
 #include <cstddef>
+#include <cstring>
 #include <cstdint>
 #include <iterator>
 #include <utility>
@@ -120,8 +122,33 @@ void loop_all_same(T* d, std::size_t n) {
     for (std::size_t i = 0; i < n; ++i) d[i] = f(d[i], d[i]);
 }
 
+// MPI lets users pass buffers at any address; dereferencing a misaligned T* is
+// undefined (and vector code may assume alignment). Such buffers go through aligned
+// scratch in chunks: reads of a chunk happen before its writes, so aliasing holds.
+template <typename F, typename T>
+void run_unaligned(void* dst, const void* a, const void* b, std::size_t n) {
+    constexpr std::size_t kChunk = 4096 / sizeof(T) ? 4096 / sizeof(T) : 1;
+    alignas(64) T x[kChunk], y[kChunk];
+    const F f{};
+    auto* d = static_cast<unsigned char*>(dst);
+    const auto* pa = static_cast<const unsigned char*>(a);
+    const auto* pb = static_cast<const unsigned char*>(b);
+    for (std::size_t done = 0; done < n; done += kChunk) {
+        const std::size_t m = std::min(kChunk, n - done);
+        std::memcpy(x, pa + done * sizeof(T), m * sizeof(T));
+        std::memcpy(y, pb + done * sizeof(T), m * sizeof(T));
+        for (std::size_t i = 0; i < m; ++i) x[i] = f(x[i], y[i]);
+        std::memcpy(d + done * sizeof(T), x, m * sizeof(T));
+    }
+}
+
 template <typename F, typename T>
 void run(void* dst, const void* a, const void* b, std::size_t n) {
+    const auto misaligned = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p) % alignof(T) != 0; };
+    if (misaligned(dst) || misaligned(a) || misaligned(b)) {
+        run_unaligned<F, T>(dst, a, b, n);
+        return;
+    }
     T* d = static_cast<T*>(dst);
     const T* x = static_cast<const T*>(a);
     const T* y = static_cast<const T*>(b);
