@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """Allreduce benchmark: osu-compat (and the real osu_allreduce if on PATH) with
 gpurdma beside Open MPI's default (tuned) and han, in one run.
 

@@ -4,4 +4,5 @@
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 bash "$top/contrib/setup.sh"
-exec python3 "$top/contrib/bench.py" --np 2,4 "$@"
+# Debian's python3 (with python3-matplotlib from setup.sh), not whatever python3 is first on PATH.
+exec /usr/bin/python3 "$top/contrib/bench.py" --np 2,4 "$@"

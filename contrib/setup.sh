@@ -6,7 +6,7 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
 
 packages=(build-essential autoconf automake libtool pkg-config openmpi-bin libopenmpi-dev
-          libucx-dev libhwloc-dev libgtest-dev iproute2 python3 procps)
+          libucx-dev libhwloc-dev libgtest-dev iproute2 python3 python3-matplotlib procps util-linux)
 missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
