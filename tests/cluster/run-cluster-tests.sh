@@ -94,7 +94,7 @@ allreduce() {
     shift 3
     local out start=$SECONDS rc why=""
     out="$log_dir/$(echo "$name" | tr -c 'A-Za-z0-9' _).log"
-    job "$out" "$limit" "$@" "${on[@]}" "$bin/allreduce_check" --quick
+    job "$out" "$limit" "$@" "${on[@]}" "$bin/allreduce_check" --quick --strict
     rc=$?
     if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then
         why="timed out after ${limit}s"
