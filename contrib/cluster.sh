@@ -29,8 +29,13 @@
 # by host, and gethostname() returns nodeK. The real /etc/hosts is never touched.
 #
 # Environment:
-#   GPURDMA_CLUSTER_STATE    state directory (/tmp/gpurdma-cluster): pids, hosts, hostfile,
-#                            the rsh agent
+#   GPURDMA_CLUSTER_ID       0..255: which cluster (0). Clusters with different ids are
+#                            independent and can be up at the same time: id I uses
+#                            198.18.I.0/24, bridge gpr-brI, namespaces gprI-nodeK and links
+#                            gprI-vK (for id 0: gpr-br0, gpr-nodeK, gpr-vK). The cluster
+#                            tests use id 1, so they leave a cluster made by hand alone.
+#   GPURDMA_CLUSTER_STATE    state directory (/tmp/gpurdma-cluster, /tmp/gpurdma-clusterI
+#                            for id I): pids, hosts, hostfile, the rsh agent
 #   GPURDMA_BUILD            gpurdma build directory (<repo>/build); its component/
 #                            directory is appended to Open MPI's component path
 #   GPURDMA_CLUSTER_TIMEOUT  seconds before `run` kills mpirun (300)
@@ -43,17 +48,25 @@ set -u
 
 top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 self="$top/contrib/cluster.sh"
-state=${GPURDMA_CLUSTER_STATE:-/tmp/gpurdma-cluster}
-build=${GPURDMA_BUILD:-$top/build}
-bridge=gpr-br0
-bridge_addr=198.18.0.254
-subnet=198.18.0.0/24
-max_nodes=64
-
 die() { echo "cluster.sh: $*" >&2; exit 1; }
 note() { echo "cluster.sh: $*" >&2; }
 
-node_ip() { echo "198.18.0.$(($1 + 1))"; }
+id=${GPURDMA_CLUSTER_ID:-0}
+case $id in '' | *[!0-9]*) die "GPURDMA_CLUSTER_ID must be 0..255" ;; esac
+id=$((10#$id))
+[ "$id" -le 255 ] || die "GPURDMA_CLUSTER_ID must be 0..255"
+if [ "$id" -eq 0 ]; then pfx=gpr; else pfx=gpr$id; fi
+state=${GPURDMA_CLUSTER_STATE:-/tmp/gpurdma-cluster${id#0}}
+build=${GPURDMA_BUILD:-$top/build}
+bridge=gpr-br$id
+net=198.18.$id
+bridge_addr=$net.254
+subnet=$net.0/24
+nsprefix=$pfx-node  # network namespaces $nsprefix$K
+vprefix=$pfx-v      # root ends of the veth pairs $vprefix$K
+max_nodes=64
+
+node_ip() { echo "$net.$(($1 + 1))"; }
 
 need_root() {
     [ "$(id -u)" -eq 0 ] || die "must run as root (network namespaces)"
@@ -68,11 +81,11 @@ need_tools() {
 
 nodes() { cat "$state/nodes" 2>/dev/null || echo 0; }
 
-# node_index NAME -> K, for node0 / 0 / node0.anything / 198.18.0.(K+1)
+# node_index NAME -> K, for node0 / 0 / node0.anything / 198.18.ID.(K+1)
 node_index() {
     local h=$1 k
     case $h in
-    198.18.0.*) k=$((${h##*.} - 1)) ;;
+    "$net".*) k=$((${h##*.} - 1)) ;;
     node*) k=${h#node}; k=${k%%.*} ;;
     *) k=$h ;;
     esac
@@ -88,10 +101,10 @@ holder_pid() {
     echo "$pid"
 }
 
-# pids of every process whose network namespace is gpr-node* (the holders included)
+# pids of every process whose network namespace is one of our hosts' (the holders included)
 ns_pids() {
     local ns
-    for ns in $(ip netns list 2>/dev/null | awk '/^gpr-node[0-9]+/ {print $1}'); do
+    for ns in $(ip netns list 2>/dev/null | awk -v p="$nsprefix" '$1 ~ "^" p "[0-9]+$" {print $1}'); do
         ip netns pids "$ns" 2>/dev/null
     done
 }
@@ -101,7 +114,7 @@ marked_holders() {
     local f pid
     for f in /proc/[0-9]*/environ; do
         pid=${f#/proc/}; pid=${pid%/environ}
-        tr '\0' '\n' 2>/dev/null <"$f" | grep -qx 'GPURDMA_CLUSTER_HOLDER=node[0-9]*' && echo "$pid"
+        tr '\0' '\n' 2>/dev/null <"$f" | grep -qx "GPURDMA_CLUSTER_HOLDER=$id:node[0-9]*" && echo "$pid"
     done
 }
 
@@ -126,10 +139,10 @@ cmd_down() {
     done
     # 2. namespaces (deleting one removes its veth pair), stray veths, the bridge
     local ns l
-    for ns in $(ip netns list 2>/dev/null | awk '/^gpr-node[0-9]+/ {print $1}'); do
+    for ns in $(ip netns list 2>/dev/null | awk -v p="$nsprefix" '$1 ~ "^" p "[0-9]+$" {print $1}'); do
         ip netns del "$ns" 2>/dev/null || note "could not delete netns $ns"
     done
-    for l in $(ip -o link show 2>/dev/null | awk -F': ' '{print $2}' | sed 's/@.*//' | grep -E '^gpr-v[0-9]+$'); do
+    for l in $(ip -o link show 2>/dev/null | awk -F': ' '{print $2}' | sed 's/@.*//' | grep -E "^${vprefix}[0-9]+\$"); do
         ip link del "$l" 2>/dev/null
     done
     ip link show "$bridge" >/dev/null 2>&1 && ip link del "$bridge"
@@ -169,10 +182,10 @@ cmd_up() {
     ip addr add "$bridge_addr/24" dev "$bridge"
     ip link set "$bridge" up
     for ((k = 0; k < n; k++)); do
-        local ns=gpr-node$k
+        local ns=$nsprefix$k
         ip netns add "$ns" &&
-            ip link add "gpr-v$k" type veth peer name eth0 netns "$ns" &&
-            ip link set "gpr-v$k" master "$bridge" up &&
+            ip link add "$vprefix$k" type veth peer name eth0 netns "$ns" &&
+            ip link set "$vprefix$k" master "$bridge" up &&
             ip -n "$ns" addr add "$(node_ip $k)/24" dev eth0 &&
             ip -n "$ns" link set eth0 up &&
             ip -n "$ns" link set lo up ||
@@ -183,7 +196,7 @@ cmd_up() {
         # this netns, an empty /dev/shm and its own boot id (UCX takes two processes for
         # one machine, and its shared-memory transports for usable, when the boot ids match).
         cat /proc/sys/kernel/random/uuid >"$state/node$k.boot_id"
-        GPURDMA_CLUSTER_HOLDER=node$k setsid ip netns exec "$ns" \
+        GPURDMA_CLUSTER_HOLDER=$id:node$k setsid ip netns exec "$ns" \
             unshare --uts --ipc --mount --propagation private --fork \
             sh -c 'set -e; hostname "$1"; mount --bind "$2/hosts" /etc/hosts
                    mount -t tmpfs -o mode=1777 tmpfs /dev/shm
@@ -205,7 +218,7 @@ cmd_up() {
         *) cmd_down; die "node$k: hostname/network namespace check failed (got '$got')" ;;
         esac
     done
-    echo "cluster.sh: $n host(s) up: $(for ((k = 0; k < n; k++)); do printf 'node%d=%s ' $k "$(node_ip $k)"; done)"
+    echo "cluster.sh: $n host(s) up (cluster $id, $subnet): $(for ((k = 0; k < n; k++)); do printf 'node%d=%s ' $k "$(node_ip $k)"; done)"
 }
 
 cmd_status() {
@@ -295,9 +308,9 @@ cmd_counters() {
     # root end of the veth: its RX is what the host sent, its TX what the host received
     printf '%-6s %-8s %-12s %14s %14s\n' host link address sent_bytes received_bytes
     for ((k = 0; k < n; k++)); do
-        printf '%-6s %-8s %-12s %14s %14s\n' "node$k" "gpr-v$k" "$(node_ip $k)" \
-            "$(cat /sys/class/net/gpr-v$k/statistics/rx_bytes 2>/dev/null || echo -)" \
-            "$(cat /sys/class/net/gpr-v$k/statistics/tx_bytes 2>/dev/null || echo -)"
+        printf '%-6s %-8s %-12s %14s %14s\n' "node$k" "$vprefix$k" "$(node_ip $k)" \
+            "$(cat "/sys/class/net/$vprefix$k/statistics/rx_bytes" 2>/dev/null || echo -)" \
+            "$(cat "/sys/class/net/$vprefix$k/statistics/tx_bytes" 2>/dev/null || echo -)"
     done
 }
 
@@ -344,26 +357,26 @@ cmd_netem() {
     # On the root end of each veth: every packet between two hosts passes exactly one
     # of them (the receiver's), so "delay 50us" is 50us one way.
     if [ "$spec" = off ]; then
-        for ((k = 0; k < n; k++)); do tc qdisc del dev "gpr-v$k" root 2>/dev/null; done
+        for ((k = 0; k < n; k++)); do tc qdisc del dev "$vprefix$k" root 2>/dev/null; done
         echo "netem: off"
         return 0
     fi
     local err
     for ((k = 0; k < n; k++)); do
         # shellcheck disable=SC2086
-        if ! err=$(tc qdisc replace dev "gpr-v$k" root netem $spec 2>&1); then
+        if ! err=$(tc qdisc replace dev "$vprefix$k" root netem $spec 2>&1); then
             if [ "$k" -eq 0 ] && echo "$err" | grep -qi "unknown"; then
                 EMULATED="" IGNORED=""
                 local j
                 for ((j = 0; j < n; j++)); do
                     # shellcheck disable=SC2086
-                    emulate_netem "gpr-v$j" $spec || die "netem: emulation failed on gpr-v$j"
+                    emulate_netem "$vprefix$j" $spec || die "netem: emulation failed on $vprefix$j"
                 done
                 echo "netem: this kernel has no sch_netem; emulated with htb+bpf: ${EMULATED}${IGNORED:+; NOT emulated: $IGNORED}"
                 [ -n "$IGNORED" ] && return 3
                 return 0
             fi
-            die "netem: tc failed on gpr-v$k: $err"
+            die "netem: tc failed on $vprefix$k: $err"
         fi
     done
     echo "netem: $spec on ${n} link(s)"

@@ -15,19 +15,29 @@ cluster=$src/contrib/cluster.sh
 bin=$build/tests/mpi
 osu=$build/osu-compat/osu_allreduce
 export GPURDMA_BUILD=$build
-export GPURDMA_CLUSTER_STATE=${GPURDMA_CLUSTER_STATE:-/tmp/gpurdma-cluster}
+# Cluster 1 (198.18.1.0/24, gpr1-*): independent of a cluster made by hand (id 0).
+export GPURDMA_CLUSTER_ID=${GPURDMA_CLUSTER_ID:-1}
+unset GPURDMA_CLUSTER_STATE
 [ -n "${OMPI_PKGLIBDIR:-}" ] && export OMPI_PKGLIBDIR
 
 skip() { echo "SKIP: $*"; exit 77; }
 
 [ "$(id -u)" -eq 0 ] || skip "needs root (network namespaces)"
-for t in ip nsenter unshare tc timeout setsid "${MPIRUN:-mpirun}"; do
+for t in ip nsenter unshare tc timeout setsid flock "${MPIRUN:-mpirun}"; do
     command -v "$t" >/dev/null 2>&1 || skip "'$t' not found"
 done
 probe=gpr-probe$$
 ip netns add "$probe" 2>/dev/null || skip "cannot create a network namespace (ip netns add)"
 ip netns del "$probe"
 unshare --uts --ipc --mount true 2>/dev/null || skip "cannot create UTS/IPC/mount namespaces (unshare)"
+
+# One run at a time per cluster id (e.g. two `make check` at once).
+lock=/tmp/gpurdma-cluster$GPURDMA_CLUSTER_ID.lock
+exec 9>"$lock"
+if ! flock -n 9; then
+    echo "waiting for another cluster test run (lock $lock)"
+    flock -w 600 9 || { echo "ERROR: another cluster test run holds $lock"; exit 99; }
+fi
 
 log_dir=$(mktemp -d "${TMPDIR:-/tmp}/gpurdma-cluster-tests.XXXXXX")
 teardown() {
@@ -109,6 +119,11 @@ allreduce() {
         "$(grep -h 'allreduce_check:' "$out" | tail -1); $(grep -oE -m1 '[0-9]+ ranks on [0-9]+ host\(s\)[^;]*' "$out")"
 }
 
+# link NODE: the root end of NODE's veth
+link() {
+    "$cluster" counters | awk -v n="$1" '$1 == n { print $2 }'
+}
+
 # counter NODE sent|received
 counter() {
     "$cluster" counters | awk -v n="$1" -v c="$2" '$1 == n { print (c == "sent" ? $4 : $5) }'
@@ -144,7 +159,7 @@ osu_step() {
         local r=$((($(counter $n received) - before_r[$n]) / 1048576))
         info+="$n sent $s MiB, received $r MiB; "
         if [ -z "$why" ] && { [ $s -lt $min_mib ] || [ $r -lt $min_mib ]; }; then
-            why="$n: only $s MiB sent / $r MiB received on gpr-v${n#node} (expected >= $min_mib MiB each)"
+            why="$n: only $s MiB sent / $r MiB received on $(link $n) (expected >= $min_mib MiB each)"
         fi
     done
     local n2
@@ -166,7 +181,7 @@ netem_step() {
     esac
     allreduce "$name" 2 180 --host node0:2,node1:2
     local drops
-    drops=$(for k in 0 1; do tc -s qdisc show dev "gpr-v$k" | grep -m1 dropped; done |
+    drops=$(for n in node0 node1; do tc -s qdisc show dev "$(link $n)" | grep -m1 dropped; done |
         awk '{ gsub(",", "", $7); s += $7 } END { print s + 0 }')
     echo "     packets dropped on the links of node0 and node1 during that run: $drops"
     "$cluster" netem off >/dev/null
