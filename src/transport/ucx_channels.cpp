@@ -119,14 +119,12 @@ bool UcxChannels::source_busy(const void *ptr, size_t bytes)
 
 bool UcxChannels::sends_pending()
 {
-    // Only puts from user buffers hold the call open: flags and credits come from our
-    // own words, which stay valid, so waiting for their acknowledgement (a round trip
-    // over tcp) would only add latency. They are reaped later and at release.
+    // Every put, flags and credits included, completes before the call returns: a
+    // request left pending past the call could only be cancelled later, and a
+    // cancelled put can leave the (shared, long-lived) endpoint unusable.
     if (pending_.empty()) return false;
     reap();
-    for (const auto &p : pending_)
-        if (p.lo) return true;
-    return false;
+    return !pending_.empty();
 }
 
 }  // namespace gpurdma::transport

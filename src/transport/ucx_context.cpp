@@ -64,7 +64,11 @@ UcxContext::UcxContext(const std::string &tls, const std::string &net_devices)
 
 UcxContext::~UcxContext()
 {
-    endpoints_.clear();  // close (flush, bounded) before the worker goes
+    endpoints_.clear();  // closed before the worker goes
+    // Let the worker finish what the closes queued (bounded), so it is idle when destroyed.
+    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(200);
+    for (int quiet = 0; quiet < 100 && std::chrono::steady_clock::now() < until;)
+        quiet = ucp_worker_progress(worker_) ? 0 : quiet + 1;
     ucp_worker_destroy(worker_);
     ucp_cleanup(context_);
 }
@@ -110,11 +114,12 @@ ucs_status_t UcxContext::wait(ucs_status_ptr_t request, double timeout_s)
 
 UcxEndpoint::~UcxEndpoint()
 {
-    // Flush-close so the peer sees an orderly disconnect; bounded (the request is
-    // cancelled), so a vanished peer cannot hang MPI_Finalize or MPI_Comm_free.
+    // Endpoints live until the context goes (MPI_Finalize), after every put has
+    // completed: close locally (FORCE) instead of a flush handshake that would wait
+    // on peers that may already have torn down their side.
     ucp_request_param_t param{};
     param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
-    param.flags = 0;
+    param.flags = UCP_EP_CLOSE_FLAG_FORCE;
     context_.wait(ucp_ep_close_nbx(ep_, &param), 2.0);
 }
 

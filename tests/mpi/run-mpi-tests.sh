@@ -43,6 +43,7 @@ run() {
         used)
             grep -q "coll:gpurdma: .*ranks on .*host" "$out" || why="no gpurdma set-up line: gpurdma was not used"
             grep -q "declined" "$out" && why="gpurdma declined: $(grep -m1 declined "$out")"
+            grep -q "UCX  ERROR" "$out" && why="UCX reported an error: $(grep -m1 'UCX  ERROR' "$out")"
             ;;
         fallback)
             for pat in "${FALLBACK_PATTERNS[@]}"; do
