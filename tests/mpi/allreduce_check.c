@@ -27,7 +27,6 @@
 #include <float.h>
 #include <inttypes.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -39,48 +38,21 @@
 #include <wchar.h>
 
 #define PROGRAM "allreduce_check"
-static long long max_printed_failures = 5; /* per rank; --print N */
 #define GUARD_BYTES 64          /* checked before and after every receive buffer */
 #define GUARD_FILL 0x5A
 #define LARGE_MESSAGE_BYTES (4u << 20)
 #define BITIDENT_MAX_BYTES (8u << 20)
 
+#include "check_common.h" /* fail, xmalloc, summary; --print N sets max_printed_failures */
+
 /* ------------------------------------------------------------------------ */
 /* Results bookkeeping                                                       */
 /* ------------------------------------------------------------------------ */
 
-static int g_world_rank;
-static long long g_passed, g_failed;
 static long long g_lib_matches; /* results accepted as the library's own (non-standard) op */
 static bool g_strict;           /* --strict: no allowance for the library's own op */
 
 static void pass(void) { g_passed++; }
-
-/* Record a failure; the first few on each rank are printed with details. */
-static void fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-static void fail(const char *fmt, ...)
-{
-    if (g_failed++ < max_printed_failures) {
-        char msg[1024];
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(msg, sizeof msg, fmt, ap);
-        va_end(ap);
-        printf("FAIL [world rank %d] %s\n", g_world_rank, msg);
-        fflush(stdout);
-    }
-}
-
-static void *xmalloc(size_t n)
-{
-    void *p = malloc(n ? n : 1);
-    if (!p) {
-        fprintf(stderr, PROGRAM ": out of memory (%zu bytes)\n", n);
-        MPI_Abort(MPI_COMM_WORLD, 2); /* not a test verdict: we cannot go on */
-    }
-    return p;
-}
 
 /*
  * Work buffers, kept between calls and grown as needed: fresh multi-MiB
@@ -1296,7 +1268,7 @@ int main(int argc, char **argv)
 {
     bool quick = false, verbose = false;
     double t0, t1;
-    long long totals[3], local[3];
+    long long totals[3];
 
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &g_world_rank);
@@ -1346,20 +1318,9 @@ int main(int argc, char **argv)
     free_comms();
     free_bufs();
 
-    local[0] = g_passed;
-    local[1] = g_failed;
-    local[2] = g_lib_matches;
-    if (MPI_Allreduce(local, totals, 3, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD) !=
-        MPI_SUCCESS) {
-        totals[0] = g_passed;
-        totals[1] = g_failed + 1;
-        totals[2] = g_lib_matches;
-    }
+    check_totals(g_lib_matches, totals);
     if (g_world_rank == 0 && totals[2])
         printf("note: %lld passed checks matched the library's own non-standard op "
                "(see the notes above), not the standard\n", totals[2]);
-    if (g_world_rank == 0)
-        printf(PROGRAM ": %lld passed, %lld failed\n", totals[0], totals[1]);
-    MPI_Finalize();
-    return totals[1] ? 1 : 0;
+    return check_finish(totals);
 }

@@ -29,7 +29,6 @@
  */
 #include <mpi.h>
 
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -38,37 +37,12 @@
 #include <string.h>
 
 #define PROGRAM "fallback_check"
-#define MAX_PRINTED_FAILURES 5
 #define GUARD_BYTES 64
 #define FILL 0xEE /* holes, guards */
 
-static int g_world_rank;
-static long long g_passed, g_failed;
+#include "check_common.h" /* fail, xmalloc, summary */
+
 static uint64_t g_seed = 7;
-
-static void fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void fail(const char *fmt, ...)
-{
-    if (g_failed++ < MAX_PRINTED_FAILURES) {
-        char msg[1024];
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(msg, sizeof msg, fmt, ap);
-        va_end(ap);
-        printf("FAIL [world rank %d] %s\n", g_world_rank, msg);
-        fflush(stdout);
-    }
-}
-
-static void *xmalloc(size_t n)
-{
-    void *p = malloc(n ? n : 1);
-    if (!p) {
-        fprintf(stderr, PROGRAM ": out of memory (%zu bytes)\n", n);
-        MPI_Abort(MPI_COMM_WORLD, 2);
-    }
-    return p;
-}
 
 static inline uint64_t mix64(uint64_t x)
 {
@@ -469,7 +443,7 @@ int main(int argc, char **argv)
     MPI_Comm rev, half = MPI_COMM_NULL, inter = MPI_COMM_NULL;
     static const size_t counts_full[] = { 1, 2, 17, 1000, 20000 };
     static const size_t counts_quick[] = { 1, 17, 1000 };
-    long long local[2], totals[2];
+    long long totals[3];
 
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &wrank);
@@ -535,14 +509,6 @@ int main(int argc, char **argv)
     MPI_Comm_free(&rev);
     free_cases();
 
-    local[0] = g_passed;
-    local[1] = g_failed;
-    if (MPI_Allreduce(local, totals, 2, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD) != MPI_SUCCESS) {
-        totals[0] = g_passed;
-        totals[1] = g_failed + 1;
-    }
-    if (wrank == 0)
-        printf(PROGRAM ": %lld passed, %lld failed\n", totals[0], totals[1]);
-    MPI_Finalize();
-    return totals[1] ? 1 : 0;
+    check_totals(0, totals);
+    return check_finish(totals);
 }

@@ -20,7 +20,6 @@
 #include <mpi.h>
 
 #include <limits.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -33,24 +32,8 @@
 #define TOTAL_BYTES ((size_t)2 * 1024 * 1024 * 1024 + 4096 + 24)
 #define GUARD_BYTES 64
 #define GUARD_FILL 0xA5
-#define MAX_PRINTED_FAILURES 5
 
-static int g_rank;
-static long long g_passed, g_failed;
-
-static void fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void fail(const char *fmt, ...)
-{
-    if (g_failed++ < MAX_PRINTED_FAILURES) {
-        char msg[1024];
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(msg, sizeof msg, fmt, ap);
-        va_end(ap);
-        printf("FAIL [world rank %d] %s\n", g_rank, msg);
-        fflush(stdout);
-    }
-}
+#include "check_common.h" /* fail, summary */
 
 /* A /proc/meminfo field in KiB, or -1. */
 static long long meminfo_kib(const char *key)
@@ -251,13 +234,13 @@ int main(int argc, char **argv)
     MPI_Comm comm = MPI_COMM_NULL;
     double *send = NULL;
     unsigned char *recv = NULL;
-    long long local[2], totals[2];
+    long long totals[3];
 
     _Static_assert(TOTAL_BYTES / sizeof(double) <= INT_MAX, "count fits in int");
     _Static_assert(TOTAL_BYTES / sizeof(int) <= INT_MAX, "count fits in int");
 
     MPI_Init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
+    MPI_Comm_rank(MPI_COMM_WORLD, &g_world_rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
 
@@ -270,7 +253,7 @@ int main(int argc, char **argv)
             nranks = 0;
         }
         if (nranks < 1) {
-            if (g_rank == 0)
+            if (g_world_rank == 0)
                 fprintf(stderr, "usage: " PROGRAM " [--ranks K] [--double-only]\n");
             MPI_Finalize();
             return 2;
@@ -279,7 +262,7 @@ int main(int argc, char **argv)
     if (nranks > size)
         nranks = size;
 
-    MPI_Comm_split(MPI_COMM_WORLD, g_rank < nranks ? 0 : MPI_UNDEFINED, g_rank, &comm);
+    MPI_Comm_split(MPI_COMM_WORLD, g_world_rank < nranks ? 0 : MPI_UNDEFINED, g_world_rank, &comm);
     if (comm != MPI_COMM_NULL) {
         MPI_Comm node;
         int local_participants;
@@ -327,14 +310,6 @@ int main(int argc, char **argv)
     }
 
     quiet_barrier();
-    local[0] = g_passed;
-    local[1] = g_failed;
-    if (MPI_Allreduce(local, totals, 2, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD) != MPI_SUCCESS) {
-        totals[0] = g_passed;
-        totals[1] = g_failed + 1;
-    }
-    if (g_rank == 0)
-        printf(PROGRAM ": %lld passed, %lld failed\n", totals[0], totals[1]);
-    MPI_Finalize();
-    return totals[1] ? 1 : 0;
+    check_totals(0, totals);
+    return check_finish(totals);
 }

@@ -14,7 +14,6 @@
 #include <mpi.h>
 
 #include <dirent.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,26 +21,10 @@
 #include <unistd.h>
 
 #define PROGRAM "lifecycle_check"
-#define MAX_PRINTED_FAILURES 5
 #define BIG_COUNT 4096
 #define RSS_LIMIT_KIB (8 * 1024)
 
-static int g_rank;
-static long long g_passed, g_failed;
-
-static void fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void fail(const char *fmt, ...)
-{
-    if (g_failed++ < MAX_PRINTED_FAILURES) {
-        char msg[1024];
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(msg, sizeof msg, fmt, ap);
-        va_end(ap);
-        printf("FAIL [world rank %d] %s\n", g_rank, msg);
-        fflush(stdout);
-    }
-}
+#include "check_common.h" /* fail, summary */
 
 /* Resident set size in KiB, from /proc/self/statm (-1 if unavailable). */
 static long rss_kib(void)
@@ -88,7 +71,7 @@ static void cycle(int c, int size, int *in, int *out)
 
     /* element i of rank r: 7r + i + c; the sum is 7 n(n-1)/2 + n (i + c) */
     for (int i = 0; i < BIG_COUNT; i++) {
-        in[i] = 7 * g_rank + i + c;
+        in[i] = 7 * g_world_rank + i + c;
         out[i] = -1;
     }
     rc = MPI_Allreduce(in, out, BIG_COUNT, MPI_INT, MPI_SUM, comm);
@@ -106,7 +89,7 @@ static void cycle(int c, int size, int *in, int *out)
             g_passed++;
     }
 
-    one_in = g_rank + c;
+    one_in = g_world_rank + c;
     rc = MPI_Allreduce(&one_in, &one_out, 1, MPI_INT, MPI_SUM, comm);
     if (rc != MPI_SUCCESS)
         fail("cycle %d: MPI_Allreduce(count 1) returned %d", c, rc);
@@ -126,11 +109,11 @@ int main(int argc, char **argv)
     int size, cycles = 1000, baseline;
     long rss0 = -1, fds0 = -1, rss1, fds1;
     long mine[4], *all = NULL;
-    long long local[2], totals[2];
+    long long totals[3];
     int *in, *out;
 
     MPI_Init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
+    MPI_Comm_rank(MPI_COMM_WORLD, &g_world_rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
 
@@ -141,7 +124,7 @@ int main(int argc, char **argv)
             v = argv[++i];
         cycles = (int)strtol(v, &end, 0);
         if (*end || cycles < 1) {
-            if (g_rank == 0)
+            if (g_world_rank == 0)
                 fprintf(stderr, "usage: " PROGRAM " [--cycles N | N]\n");
             MPI_Finalize();
             return 2;
@@ -188,10 +171,10 @@ int main(int argc, char **argv)
     mine[1] = fds1;
     mine[2] = rss0;
     mine[3] = rss1;
-    if (g_rank == 0)
+    if (g_world_rank == 0)
         all = malloc((size_t)size * sizeof mine);
     if (MPI_Gather(mine, 4, MPI_LONG, all, 4, MPI_LONG, 0, MPI_COMM_WORLD) == MPI_SUCCESS &&
-        g_rank == 0 && all) {
+        g_world_rank == 0 && all) {
         long max_drss = 0, max_dfds = 0;
         for (int r = 0; r < size; r++) {
             long dfds = all[4 * r + 1] - all[4 * r], drss = all[4 * r + 3] - all[4 * r + 2];
@@ -211,14 +194,6 @@ int main(int argc, char **argv)
     free(in);
     free(out);
 
-    local[0] = g_passed;
-    local[1] = g_failed;
-    if (MPI_Allreduce(local, totals, 2, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD) != MPI_SUCCESS) {
-        totals[0] = g_passed;
-        totals[1] = g_failed + 1;
-    }
-    if (g_rank == 0)
-        printf(PROGRAM ": %lld passed, %lld failed\n", totals[0], totals[1]);
-    MPI_Finalize();
-    return totals[1] ? 1 : 0;
+    check_totals(0, totals);
+    return check_finish(totals);
 }
