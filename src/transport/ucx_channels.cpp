@@ -50,9 +50,15 @@ void UcxChannels::connect(const std::vector<UcxPeerInfo> &peers, const std::vect
     }
 }
 
+UcxChannels::Remote &UcxChannels::remote_of(const Link &l)
+{
+    // links_ and remotes_ are parallel: the link's position is its index.
+    return remotes_[static_cast<size_t>(&l - links_.data())];
+}
+
 bool UcxChannels::put(const Link &l, const void *src, size_t bytes, size_t remote_offset, bool user_source)
 {
-    const Remote &rm = remotes_[static_cast<size_t>(link_index(l.rank))];
+    const Remote &rm = remote_of(l);
     ucp_request_param_t param{};
     const ucs_status_ptr_t req =
         ucp_put_nbx(rm.ep->get(), src, bytes, rm.region->base() + remote_offset, rm.region->key(), &param);
@@ -77,7 +83,7 @@ Poll UcxChannels::deliver(Link &l, int slot, const void *src, size_t bytes, uint
         error_ = "fence toward rank " + std::to_string(l.rank) + ": " + ucs_status_string(st);
         return Poll::Failed;
     }
-    Remote &rm = remotes_[static_cast<size_t>(link_index(l.rank))];
+    Remote &rm = remote_of(l);
     rm.flag_values[static_cast<size_t>(slot)] = flag;
     if (!put(l, &rm.flag_values[static_cast<size_t>(slot)], sizeof(uint64_t),
              l.remote.flag_offset(l.index_there, slot), false))
@@ -88,7 +94,7 @@ Poll UcxChannels::deliver(Link &l, int slot, const void *src, size_t bytes, uint
 void UcxChannels::return_credit(Link &l, uint64_t consumed)
 {
     // Monotone counter: a newer value overtaking an older put is harmless.
-    Remote &rm = remotes_[static_cast<size_t>(link_index(l.rank))];
+    Remote &rm = remote_of(l);
     rm.credit_value = consumed;
     put(l, &rm.credit_value, sizeof(uint64_t), l.remote.credit_offset(l.index_there), false);
 }

@@ -54,6 +54,7 @@ private:
         int peer;
     };
 
+    Remote &remote_of(const Link &l);
     bool put(const Link &l, const void *src, size_t bytes, size_t remote_offset, bool user_source);
     void reap();
 
