@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 
 #include <atomic>
+#include <type_traits>
 
 namespace gpurdma::mem {
 
@@ -13,6 +14,7 @@ constexpr int kAttrContext = 1;
 constexpr int kAttrMemoryType = 2;
 constexpr int kAttrBufferId = 7;
 constexpr int kAttrIsManaged = 8;
+constexpr int kAttrDeviceOrdinal = 9;
 constexpr int kMemoryTypeDevice = 2;
 constexpr int kMemoryTypeUnified = 4;
 
@@ -39,14 +41,56 @@ CudaDriver::CudaDriver()
         why_ = "no CUDA driver (libcuda.so.1 not found)";
         return;
     }
-    auto sym = [this](const char *name) { return dlsym(lib_, name); };
-    auto init = reinterpret_cast<int (*)(unsigned)>(sym("cuInit"));
-    pointer_get_attributes_ = reinterpret_cast<decltype(pointer_get_attributes_)>(sym("cuPointerGetAttributes"));
-    memcpy_ = reinterpret_cast<decltype(memcpy_)>(sym("cuMemcpy"));
-    ctx_push_ = reinterpret_cast<decltype(ctx_push_)>(sym("cuCtxPushCurrent_v2"));
-    ctx_pop_ = reinterpret_cast<decltype(ctx_pop_)>(sym("cuCtxPopCurrent_v2"));
-    error_string_ = reinterpret_cast<decltype(error_string_)>(sym("cuGetErrorString"));
-    if (!init || !pointer_get_attributes_ || !memcpy_ || !ctx_push_ || !ctx_pop_) {
+    // Versioned names first (cuda.h maps the plain name to them), plain name second.
+    auto load = [this](auto &fn, const char *name, const char *alt = nullptr) {
+        void *p = dlsym(lib_, name);
+        if (!p && alt) p = dlsym(lib_, alt);
+        fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(p);
+        return p != nullptr;
+    };
+    auto init = static_cast<CUresult (*)(unsigned)>(nullptr);
+    DriverApi &a = api_;
+    bool need = load(init, "cuInit");
+    need &= load(a.pointer_get_attributes, "cuPointerGetAttributes");
+    need &= load(a.memcpy_sync, "cuMemcpy");
+    need &= load(a.ctx_push, "cuCtxPushCurrent_v2");
+    need &= load(a.ctx_pop, "cuCtxPopCurrent_v2");
+    load(a.mem_get_address_range, "cuMemGetAddressRange_v2");
+    load(a.memcpy_async, "cuMemcpyAsync");
+    load(a.memcpy_dtod_async, "cuMemcpyDtoDAsync_v2");
+    load(a.ctx_get_device, "cuCtxGetDevice");
+    load(a.device_get_attribute, "cuDeviceGetAttribute");
+    load(a.device_get_pci_bus_id, "cuDeviceGetPCIBusId");
+    load(a.device_can_access_peer, "cuDeviceCanAccessPeer");
+    load(a.device_get_by_pci_bus_id, "cuDeviceGetByPCIBusId");
+    load(a.module_load_data, "cuModuleLoadData");
+    load(a.module_unload, "cuModuleUnload");
+    load(a.module_get_function, "cuModuleGetFunction");
+    load(a.launch_kernel, "cuLaunchKernel");
+    load(a.stream_create, "cuStreamCreate");
+    load(a.stream_destroy, "cuStreamDestroy_v2", "cuStreamDestroy");
+    load(a.stream_synchronize, "cuStreamSynchronize");
+    load(a.event_create, "cuEventCreate");
+    load(a.event_destroy, "cuEventDestroy_v2", "cuEventDestroy");
+    load(a.event_record, "cuEventRecord");
+    load(a.event_synchronize, "cuEventSynchronize");
+    load(a.event_elapsed_time, "cuEventElapsedTime_v2", "cuEventElapsedTime");
+    load(a.ipc_get_mem_handle, "cuIpcGetMemHandle");
+    load(a.ipc_open_mem_handle, "cuIpcOpenMemHandle_v2", "cuIpcOpenMemHandle");
+    load(a.ipc_close_mem_handle, "cuIpcCloseMemHandle");
+    load(a.mem_host_alloc, "cuMemHostAlloc");
+    load(a.mem_free_host, "cuMemFreeHost");
+    load(a.mem_host_register, "cuMemHostRegister_v2", "cuMemHostRegister");
+    load(a.mem_host_unregister, "cuMemHostUnregister");
+    load(a.driver_get_version, "cuDriverGetVersion");
+    load(a.device_get, "cuDeviceGet");
+    load(a.primary_ctx_retain, "cuDevicePrimaryCtxRetain");
+    load(a.primary_ctx_release, "cuDevicePrimaryCtxRelease_v2", "cuDevicePrimaryCtxRelease");
+    load(a.ctx_set_current, "cuCtxSetCurrent");
+    load(a.mem_alloc, "cuMemAlloc_v2");
+    load(a.mem_free, "cuMemFree_v2");
+    load(a.get_error_string, "cuGetErrorString");
+    if (!need) {
         why_ = "CUDA driver lacks the entry points gpurdma needs";
         return;
     }
@@ -58,6 +102,13 @@ CudaDriver::CudaDriver()
     ok_ = true;
 }
 
+std::string CudaDriver::error_text(const char *call, CUresult rc) const
+{
+    const char *text = nullptr;
+    if (api_.get_error_string) api_.get_error_string(rc, &text);
+    return std::string(call) + " failed: " + (text ? text : "unknown error") + " (error " + std::to_string(rc) + ")";
+}
+
 PointerInfo CudaDriver::query(const void *ptr) const
 {
     PointerInfo info;
@@ -66,13 +117,26 @@ PointerInfo CudaDriver::query(const void *ptr) const
     unsigned long long id = 0;
     unsigned managed = 0;
     void *ctx = nullptr;
-    int attrs[] = {kAttrMemoryType, kAttrBufferId, kAttrIsManaged, kAttrContext};
-    void *data[] = {&type, &id, &managed, &ctx};
-    if (pointer_get_attributes_(4, attrs, data, reinterpret_cast<unsigned long long>(ptr)) != 0) return info;
+    int ordinal = -1;
+    int attrs[] = {kAttrMemoryType, kAttrBufferId, kAttrIsManaged, kAttrContext, kAttrDeviceOrdinal};
+    void *data[] = {&type, &id, &managed, &ctx, &ordinal};
+    const auto addr = reinterpret_cast<CUdeviceptr>(ptr);
+    if (api_.pointer_get_attributes(5, attrs, data, addr) != 0) return info;
     if (managed) info.kind = MemoryKind::Managed;
     else if (type == kMemoryTypeDevice || type == kMemoryTypeUnified) info.kind = MemoryKind::Device;
     info.buffer_id = id;
     info.context = ctx;
+    info.device = ordinal;
+    if (info.kind == MemoryKind::Device && api_.mem_get_address_range) {
+        // The allocation's base is what a CUDA IPC handle names; a peer adds our offset.
+        CUdeviceptr base = 0;
+        size_t range = 0;
+        ContextScope scope(ctx);
+        if (api_.mem_get_address_range(&base, &range, addr) == 0) {
+            info.base = static_cast<uintptr_t>(base);
+            info.range = range;
+        }
+    }
     return info;
 }
 
@@ -82,19 +146,26 @@ bool CudaDriver::copy(void *dst, const void *src, size_t bytes, void *context, s
         *error = why_;
         return false;
     }
-    const bool pushed = context && ctx_push_(context) == 0;
-    const int rc = memcpy_(reinterpret_cast<unsigned long long>(dst), reinterpret_cast<unsigned long long>(src), bytes);
-    if (pushed) {
-        void *popped = nullptr;
-        ctx_pop_(&popped);
-    }
+    ContextScope scope(context);
+    const int rc = api_.memcpy_sync(reinterpret_cast<CUdeviceptr>(dst), reinterpret_cast<CUdeviceptr>(src), bytes);
     if (rc != 0) {
-        const char *text = nullptr;
-        if (error_string_) error_string_(rc, &text);
-        *error = std::string("cuMemcpy of ") + std::to_string(bytes) + " bytes failed: " + (text ? text : "?");
+        *error = error_text(("cuMemcpy of " + std::to_string(bytes) + " bytes").c_str(), rc);
         return false;
     }
     return true;
+}
+
+ContextScope::ContextScope(CUcontext ctx)
+{
+    const auto &d = CudaDriver::instance();
+    pushed_ = ctx && d.available() && d.api().ctx_push(ctx) == 0;
+}
+
+ContextScope::~ContextScope()
+{
+    if (!pushed_) return;
+    CUcontext popped = nullptr;
+    CudaDriver::instance().api().ctx_pop(&popped);
 }
 
 }  // namespace gpurdma::mem

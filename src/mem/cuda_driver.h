@@ -1,7 +1,8 @@
 // The CUDA driver, loaded at run time only where it exists (dlopen libcuda.so.1):
 // the component loads and works on hosts without CUDA, and recognises device
 // pointers (which a non-CUDA-aware Open MPI hands over as raw addresses) where it
-// does. Nothing here needs the CUDA toolkit to build.
+// does. Nothing here needs the CUDA toolkit to build: the few driver types and
+// constants used are spelled out below (stable driver ABI, cuda.h).
 #pragma once
 
 #include <cstddef>
@@ -16,6 +17,73 @@ struct PointerInfo {
     MemoryKind kind = MemoryKind::Host;
     uint64_t buffer_id = 0;  // unique per allocation: a freed and reused address gets a new one
     void *context = nullptr; // CUcontext the memory belongs to
+    uintptr_t base = 0;      // start of the allocation holding the pointer (cuMemGetAddressRange)
+    size_t range = 0;        // size of that allocation in bytes
+    int device = -1;         // device ordinal
+};
+
+// Driver ABI (cuda.h) without cuda.h.
+using CUresult = int;
+using CUdeviceptr = unsigned long long;
+using CUdevice = int;
+using CUcontext = void *;
+using CUmodule = void *;
+using CUfunction = void *;
+using CUstream = void *;
+using CUevent = void *;
+struct CUipcMemHandle {
+    unsigned char data[64];
+};
+constexpr int kDevAttrMultiprocessorCount = 16;
+constexpr unsigned kStreamNonBlocking = 1;
+constexpr unsigned kEventDisableTiming = 2;
+constexpr unsigned kIpcLazyEnablePeerAccess = 1;
+constexpr unsigned kHostAllocPortable = 1;
+constexpr unsigned kHostRegisterPortable = 1;
+
+// The entry points gpurdma calls, resolved by name. Optional ones may be null.
+struct DriverApi {
+    CUresult (*pointer_get_attributes)(unsigned, int *, void **, CUdeviceptr) = nullptr;
+    CUresult (*mem_get_address_range)(CUdeviceptr *, size_t *, CUdeviceptr) = nullptr;
+    CUresult (*memcpy_sync)(CUdeviceptr, CUdeviceptr, size_t) = nullptr;
+    CUresult (*memcpy_async)(CUdeviceptr, CUdeviceptr, size_t, CUstream) = nullptr;
+    CUresult (*memcpy_dtod_async)(CUdeviceptr, CUdeviceptr, size_t, CUstream) = nullptr;
+    CUresult (*ctx_push)(CUcontext) = nullptr;
+    CUresult (*ctx_pop)(CUcontext *) = nullptr;
+    CUresult (*ctx_get_device)(CUdevice *) = nullptr;
+    CUresult (*device_get_attribute)(int *, int, CUdevice) = nullptr;
+    CUresult (*device_get_pci_bus_id)(char *, int, CUdevice) = nullptr;
+    CUresult (*device_can_access_peer)(int *, CUdevice, CUdevice) = nullptr;
+    CUresult (*device_get_by_pci_bus_id)(CUdevice *, const char *) = nullptr;
+    CUresult (*module_load_data)(CUmodule *, const void *) = nullptr;
+    CUresult (*module_unload)(CUmodule) = nullptr;
+    CUresult (*module_get_function)(CUfunction *, CUmodule, const char *) = nullptr;
+    CUresult (*launch_kernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                              CUstream, void **, void **) = nullptr;
+    CUresult (*stream_create)(CUstream *, unsigned) = nullptr;
+    CUresult (*stream_destroy)(CUstream) = nullptr;
+    CUresult (*stream_synchronize)(CUstream) = nullptr;
+    CUresult (*event_create)(CUevent *, unsigned) = nullptr;
+    CUresult (*event_destroy)(CUevent) = nullptr;
+    CUresult (*event_record)(CUevent, CUstream) = nullptr;
+    CUresult (*event_synchronize)(CUevent) = nullptr;
+    CUresult (*event_elapsed_time)(float *, CUevent, CUevent) = nullptr;
+    CUresult (*ipc_get_mem_handle)(CUipcMemHandle *, CUdeviceptr) = nullptr;
+    CUresult (*ipc_open_mem_handle)(CUdeviceptr *, CUipcMemHandle, unsigned) = nullptr;
+    CUresult (*ipc_close_mem_handle)(CUdeviceptr) = nullptr;
+    CUresult (*mem_host_alloc)(void **, size_t, unsigned) = nullptr;
+    CUresult (*mem_free_host)(void *) = nullptr;
+    CUresult (*mem_host_register)(void *, size_t, unsigned) = nullptr;
+    CUresult (*mem_host_unregister)(void *) = nullptr;
+    CUresult (*driver_get_version)(int *) = nullptr;
+    // Used by the test launcher to allocate and fill device buffers.
+    CUresult (*device_get)(CUdevice *, int) = nullptr;
+    CUresult (*primary_ctx_retain)(CUcontext *, CUdevice) = nullptr;
+    CUresult (*primary_ctx_release)(CUdevice) = nullptr;
+    CUresult (*ctx_set_current)(CUcontext) = nullptr;
+    CUresult (*mem_alloc)(CUdeviceptr *, size_t) = nullptr;
+    CUresult (*mem_free)(CUdeviceptr) = nullptr;
+    CUresult (*get_error_string)(CUresult, const char **) = nullptr;
 };
 
 class CudaDriver {
@@ -35,16 +103,31 @@ public:
     // cuMemcpy with unified addressing, in the context of the device buffer involved.
     bool copy(void *dst, const void *src, size_t bytes, void *context, std::string *error) const;
 
+    // The resolved entry points (only meaningful when available()).
+    const DriverApi &api() const { return api_; }
+
+    // "cuFoo failed: <driver text> (error N)".
+    std::string error_text(const char *call, CUresult rc) const;
+
 private:
     CudaDriver();
     bool ok_ = false;
     std::string why_;
     void *lib_ = nullptr;
-    int (*pointer_get_attributes_)(unsigned, int *, void **, unsigned long long) = nullptr;
-    int (*memcpy_)(unsigned long long, unsigned long long, size_t) = nullptr;
-    int (*ctx_push_)(void *) = nullptr;
-    int (*ctx_pop_)(void **) = nullptr;
-    int (*error_string_)(int, const char **) = nullptr;
+    DriverApi api_;
+};
+
+// Makes a context current for a scope and restores the previous one (RAII), so the
+// caller's current context is never changed behind its back.
+class ContextScope {
+public:
+    explicit ContextScope(CUcontext ctx);
+    ~ContextScope();
+    ContextScope(const ContextScope &) = delete;
+    ContextScope &operator=(const ContextScope &) = delete;
+
+private:
+    bool pushed_ = false;
 };
 
 }  // namespace gpurdma::mem

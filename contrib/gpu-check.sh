@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# The GPU check, in two halves:
+#   contrib/gpu-check.sh --bundle DIR   here (build machine): builds the MPI-free launcher
+#                                       and copies it with the shared libraries it needs
+#                                       (ldd, glibc excepted) into DIR (at most 64 MiB).
+#   contrib/gpu-check.sh --run DIR      on a bare CUDA machine (driver, no MPI, no UCX, no
+#                                       compiler): host mode, then device buffers on GPU 0
+#                                       shared by 2 and 4 processes: every op x type
+#                                       against a host reference, SUM float/int32 at
+#                                       every power-of-4 size from 4 B to 256 MiB, bus
+#                                       bandwidth beside cuMemcpyDtoD's.
+#   --run DIR --host-only               only the host mode (any machine).
+# Environment: GPURDMA_BUILD (build tree for --bundle; default build-gpu, else build).
+set -euo pipefail
+top=$(cd "$(dirname "$0")/.." && pwd)
+mode=${1:-}
+dir=${2:-}
+[ -n "$mode" ] && [ -n "$dir" ] || { sed -n '2,14p' "$0"; exit 2; }
+
+case "$mode" in
+--bundle)
+    build=${GPURDMA_BUILD:-}
+    if [ -z "$build" ]; then
+        build=$top/build-gpu
+        [ -f "$build/Makefile" ] || build=$top/build
+    fi
+    [ -f "$build/Makefile" ] || { echo "no configured build in $build (run contrib/setup.sh)"; exit 1; }
+    make -C "$build" -j2 tests/gpu/gpu_launcher >/dev/null
+    grep -q '^#define GPURDMA_HAVE_CUDA 1' "$build/config.h" ||
+        echo "warning: $build was configured without CUDA: the bundle has no GPU kernels (device mode stages)"
+    rm -rf "$dir"
+    mkdir -p "$dir"
+    cp "$build/tests/gpu/gpu_launcher" "$dir/"
+    strip --strip-debug "$dir/gpu_launcher" 2>/dev/null || true
+    # Everything ldd resolves except glibc itself (the target's own glibc runs it).
+    ldd "$build/tests/gpu/gpu_launcher" | awk '/=> \//{print $3}' | while read -r lib; do
+        case "$(basename "$lib")" in
+        libc.so.*|libm.so.*|libpthread.so.*|libdl.so.*|librt.so.*|ld-linux*) continue ;;
+        esac
+        cp -L "$lib" "$dir/"
+    done
+    cp "$0" "$dir/gpu-check.sh"
+    (cd "$top" && git rev-parse --short HEAD 2>/dev/null || echo unknown) > "$dir/REVISION"
+    kib=$(du -sk "$dir" | cut -f1)
+    echo "bundle $dir: $(ls "$dir" | wc -l) files, $((kib / 1024)) MiB ($kib KiB)"
+    [ "$kib" -le $((64 * 1024)) ] || { echo "FAIL: bundle over 64 MiB"; exit 1; }
+    ;;
+--run)
+    dir=$(cd "$dir" && pwd)
+    export LD_LIBRARY_PATH=$dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+    launcher=$dir/gpu_launcher
+    start=$(date +%s)
+    echo "== bundle revision $(cat "$dir/REVISION" 2>/dev/null || echo '?'); $(nproc) cores"
+    echo "== host buffers (launcher + bootstrap + core, no MPI)"
+    timeout 120 "$launcher" --mode host --np 2,4 --max-bytes 1048576 --limit 100
+    if [ "${3:-}" = "--host-only" ]; then
+        echo "PASS (host mode only)"
+        exit 0
+    fi
+    if ! probe=$("$launcher" --mode probe); then
+        echo "FAIL: no usable CUDA driver/GPU here: $probe"
+        exit 1
+    fi
+    echo "== device buffers on GPU 0 ($probe); nvidia-smi: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1 || echo n/a)"
+    timeout 290 "$launcher" --mode device --np 2,4 --max-bytes $((256 << 20)) --expect-device --bench --verbose 1 --limit 140
+    echo "PASS ($(( $(date +%s) - start )) s)"
+    ;;
+*)
+    sed -n '2,14p' "$0"
+    exit 2
+    ;;
+esac

@@ -1,0 +1,111 @@
+#include "mem/cuda_module.h"
+
+#include <algorithm>
+
+#include "reduce/reduce_device.h"
+
+namespace gpurdma::mem {
+
+namespace {
+constexpr unsigned kThreads = 512;     // matches __launch_bounds__ in reduce_cuda.cu
+constexpr unsigned kBlocksPerSm = 4;   // enough loads in flight to cover memory latency
+}  // namespace
+
+std::unique_ptr<ReduceKernels> ReduceKernels::load(CUcontext ctx, std::string *why)
+{
+    const auto &d = CudaDriver::instance();
+    const auto &a = d.api();
+    const EmbeddedImage image = embedded_kernels();
+    if (!d.available()) {
+        *why = d.why_unavailable();
+        return nullptr;
+    }
+    if (!image.size) {
+        *why = "built without CUDA kernels (configure found no nvcc)";
+        return nullptr;
+    }
+    if (!a.module_load_data || !a.module_get_function || !a.launch_kernel || !a.device_get_attribute ||
+        !a.ctx_get_device || !a.module_unload) {
+        *why = "CUDA driver lacks module/launch entry points";
+        return nullptr;
+    }
+    ContextScope scope(ctx);
+    CUdevice dev = 0;
+    int rc = a.ctx_get_device(&dev);
+    if (rc != 0) {
+        *why = d.error_text("cuCtxGetDevice", rc);
+        return nullptr;
+    }
+    int sms = 0;
+    rc = a.device_get_attribute(&sms, kDevAttrMultiprocessorCount, dev);
+    if (rc != 0 || sms <= 0) {
+        *why = d.error_text("cuDeviceGetAttribute(multiprocessor count)", rc);
+        return nullptr;
+    }
+    CUmodule module = nullptr;
+    rc = a.module_load_data(&module, image.data);
+    if (rc != 0) {
+        *why = d.error_text("cuModuleLoadData (embedded sm_80/sm_90/sm_100 + compute_90 fatbin)", rc);
+        return nullptr;
+    }
+    return std::unique_ptr<ReduceKernels>(new ReduceKernels(ctx, module, sms));
+}
+
+ReduceKernels::~ReduceKernels()
+{
+    ContextScope scope(ctx_);
+    CudaDriver::instance().api().module_unload(module_);
+}
+
+CUfunction ReduceKernels::function(gpurdma_op_t op, gpurdma_dtype_t dtype, std::string *error)
+{
+    if (!reduce::device::device_supported(op, dtype)) {
+        *error = std::string("no device kernel for ") + gpurdma_op_name(op) + " on " + gpurdma_dtype_name(dtype);
+        return nullptr;
+    }
+    CUfunction &f = functions_[static_cast<size_t>(op) * GPURDMA_DTYPE_COUNT + dtype];
+    if (f) return f;
+    char name[32];
+    reduce::device::kernel_name(op, dtype, name);
+    const auto &d = CudaDriver::instance();
+    const int rc = d.api().module_get_function(&f, module_, name);
+    if (rc != 0) {
+        f = nullptr;
+        *error = d.error_text((std::string("cuModuleGetFunction(") + name + ")").c_str(), rc);
+    }
+    return f;
+}
+
+bool ReduceKernels::reduce(gpurdma_op_t op, gpurdma_dtype_t dtype, void *dst, const void *const *src, int nsrc,
+                           size_t count, CUstream stream, std::string *error)
+{
+    if (count == 0) return true;
+    if (nsrc < 1 || nsrc > reduce::device::kMaxSources) {
+        *error = "device reduce of " + std::to_string(nsrc) + " sources (1 to " +
+                 std::to_string(reduce::device::kMaxSources) + " supported)";
+        return false;
+    }
+    CUfunction f = function(op, dtype, error);
+    if (!f) return false;
+    reduce::device::ReduceArgs args{};
+    for (int s = 0; s < nsrc; ++s) args.src[s] = src[s];
+    args.dst = dst;
+    args.count = count;
+    args.nsrc = nsrc;
+    // A grid-stride loop: enough blocks to fill the device, never more than the work.
+    const size_t per_block = size_t(kThreads) * 16 / gpurdma_dtype_size(dtype);
+    const size_t wanted = (count + per_block - 1) / per_block;
+    const unsigned blocks =
+        static_cast<unsigned>(std::max<size_t>(1, std::min<size_t>(wanted, size_t(sms_) * kBlocksPerSm)));
+    void *params[] = {&args};
+    ContextScope scope(ctx_);
+    const auto &d = CudaDriver::instance();
+    const int rc = d.api().launch_kernel(f, blocks, 1, 1, kThreads, 1, 1, 0, stream, params, nullptr);
+    if (rc != 0) {
+        *error = d.error_text("cuLaunchKernel(reduce)", rc);
+        return false;
+    }
+    return true;
+}
+
+}  // namespace gpurdma::mem

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# The GPU launcher in the test suite:
+#  - host buffers always (the launcher, its bootstrap and the core without MPI);
+#  - device buffers on a real GPU where a CUDA driver exists; otherwise the device
+#    path's protocol (IPC exchange and cache, slices, barriers, staging votes) against
+#    a stand-in libcuda.so.1 (tests/gpu/fake_cuda.cpp), which checks the protocol, not
+#    the CUDA kernels.
+set -u
+build=${GPURDMA_BUILDDIR:-$(cd "$(dirname "$0")/../.." && pwd)}
+src=${GPURDMA_SRCDIR:-$(cd "$(dirname "$0")/../.." && pwd)}
+launcher=$build/tests/gpu/gpu_launcher
+[ -x "$launcher" ] || { echo "FAIL: $launcher not built (make check builds it)"; exit 1; }
+
+echo "== gpu launcher, host buffers (np 2 and 4)"
+"$launcher" --mode host --np 2,4 --max-bytes 262144 --limit 120 || { echo "FAIL: host mode"; exit 1; }
+
+if probe=$("$launcher" --mode probe); then
+    echo "== gpu launcher, device buffers on GPU 0 ($probe)"
+    "$launcher" --mode device --np 2,4 --max-bytes 16777216 --expect-device --verbose 1 --limit 240 ||
+        { echo "FAIL: device mode"; exit 1; }
+elif ! grep -q '^#define GPURDMA_HAVE_CUDA 1' "$build/config.h" 2>/dev/null; then
+    echo "SKIP device part: no CUDA driver ($probe), and a host-only build (no kernels to load)"
+else
+    echo "SKIP device part: no CUDA driver ($probe)"
+    fake=$build/tests/gpu/fake
+    mkdir -p "$fake"
+    if ! ${CXX:-g++} -std=c++17 -O2 -Wall -Wextra -shared -fPIC -Wl,-Bsymbolic -I"$src/include" -I"$src/src" \
+            -o "$fake/libcuda.so.1" "$src/tests/gpu/fake_cuda.cpp" "$src/src/reduce/reduce_host.cpp"; then
+        echo "FAIL: cannot build the stand-in driver"
+        exit 1
+    fi
+    echo "== device path protocol with the stand-in driver (np 2 and 4)"
+    LD_LIBRARY_PATH=$fake${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} \
+        "$launcher" --mode device --np 2,4 --max-bytes 262144 --expect-device --limit 120 ||
+        { echo "FAIL: device protocol (stand-in driver)"; exit 1; }
+fi
+echo "PASS"
