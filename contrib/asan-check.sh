@@ -1,23 +1,44 @@
 #!/usr/bin/env bash
-# Builds gpurdma with ASan + UBSan (in build-asan/) and runs 4-rank MPI jobs with it:
-# the osu-compat benchmark with validation, the correctness check and the
-# dup/free lifecycle. Fails on any sanitizer error, and on any leak whose stack passes
-# through gpurdma (Open MPI and UCX leak at exit on their own; those are not ours).
+# Builds gpurdma with ASan + UBSan (in build-asan/), runs the unit tests in that build,
+# then MPI jobs with it: the osu-compat benchmark with validation, the correctness
+# check (one node, and 2x2 logical nodes over UCX), the dup/free lifecycle, the
+# fallbacks, a stuck peer (the timeout error path) and a short load run. Fails on any
+# sanitizer error, and on any leak whose stack passes through gpurdma (Open MPI and UCX
+# leak at exit on their own; those are not ours).
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 build=${GPURDMA_ASAN_BUILD:-$top/build-asan}
 GPURDMA_BUILD=$build bash "$top/contrib/setup.sh" --enable-sanitizers --without-cuda
-make -C "$build" -j"$(nproc)" tests/mpi/allreduce_check tests/mpi/lifecycle_check >/dev/null
+make -C "$build" -j"$(nproc)" tests/mpi/allreduce_check tests/mpi/lifecycle_check tests/mpi/fallback_check \
+    tests/mpi/stuck_peer_check tests/mpi/load_check >/dev/null
+# The unit tests under the sanitizers (GoogleTest; absent when configure found no gtest).
+if make -C "$build" -n tests/unit/gpurdma_unit >/dev/null 2>&1; then
+    make -C "$build" -j"$(nproc)" tests/unit/gpurdma_unit >/dev/null
+    ulog="${TMPDIR:-/tmp}/gpurdma-asan-unit.$$.log"
+    urc=0
+    ASAN_OPTIONS=detect_leaks=1:halt_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+        timeout 900 "$build/tests/unit/gpurdma_unit" >"$ulog" 2>&1 || urc=$?
+    # Leaks count only through gpurdma code (gpurdma:: frames or the gpurdma_unit binary);
+    # hwloc's and UCX's dlclosed plugins leak on their own ("<unknown module>").
+    ours=$(awk 'BEGIN{RS=""} /(Direct|Indirect) leak/ && /gpurdma/' "$ulog")
+    if grep -q "ERROR: AddressSanitizer\|runtime error:\|^\[  FAILED  \]" "$ulog" || ! grep -q '^\[  PASSED  \]' "$ulog" ||
+        [ -n "$ours" ] || { [ $urc -ne 0 ] && ! grep -q "ERROR: LeakSanitizer" "$ulog"; }; then
+        echo "FAIL gpurdma_unit under ASan+UBSan (exit $urc)"; grep -v '^\[       OK \]\|^\[ RUN' "$ulog" | tail -40; unit_failed=1
+    else
+        echo "PASS gpurdma_unit under ASan+UBSan ($(grep -m1 '^\[  PASSED  \]' "$ulog"); $(grep -c 'Direct leak\|Indirect leak' "$ulog") leak records, none through gpurdma)"
+    fi
+    rm -f "$ulog"
+fi
 . "$top/contrib/env.sh"
 export OMPI_MCA_mca_base_component_path="$(ompi_info --parsable --path pkglibdir | sed 's/^path:pkglibdir://'):$build/component"
 libasan=$(gcc -print-file-name=libasan.so)
 log=$(mktemp -d)
 trap 'rm -rf "$log"' EXIT
-status=0
+status=${unit_failed:-0}
 check() {
     local name=$1
     shift
-    if ! timeout 600 mpirun --oversubscribe --bind-to none -np 4 --mca pml ob1 \
+    if ! timeout -k 10 600 mpirun --oversubscribe --bind-to none -np "${NP:-4}" --mca pml ob1 \
         -x LD_PRELOAD="$libasan" -x ASAN_OPTIONS=detect_leaks=1:halt_on_error=1 \
         -x UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
         --mca coll_gpurdma_priority 100 "$@" >"$log/$name" 2>&1; then
@@ -41,4 +62,9 @@ check() {
 check "osu_allreduce -c" "$build/osu-compat/osu_allreduce" -m 8:4194304 -i 10 -x 2 -c
 check "allreduce_check" "$build/tests/mpi/allreduce_check" --quick
 check "lifecycle_check" "$build/tests/mpi/lifecycle_check" 100
+check "allreduce_check 2x2 logical nodes" --mca coll_gpurdma_logical_nodes 2 "$build/tests/mpi/allreduce_check" --quick
+check "fallback_check" --mca coll_gpurdma_verbose 2 "$build/tests/mpi/fallback_check" --quick
+NP=3 check "stuck peer (timeout error path)" --mca coll_gpurdma_timeout 2 --mca coll_gpurdma_logical_nodes 1 \
+    "$build/tests/mpi/stuck_peer_check" stop 1 20 65536 2
+check "load_check 20000 + 20" "$build/tests/mpi/load_check" 20000 20 64
 exit $status

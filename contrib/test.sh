@@ -12,7 +12,7 @@ if ! make -j1 check; then
     exit 1
 fi
 # Show the suite's own summaries (automake keeps them in the .log files).
-grep -h -E "^\[  (PASSED|FAILED) |mpi-tests: |cluster-tests: |^SKIP" tests/unit/*.log tests/mpi/*.log tests/cluster/*.log 2>/dev/null || true
+grep -h -E "^\[  (PASSED|FAILED) |mpi-tests: |fault-tests: |cluster-tests: |^SKIP" tests/unit/*.log tests/mpi/*.log tests/cluster/*.log 2>/dev/null || true
 cd "$top"
 if [ "${GPURDMA_SKIP_ASAN:-0}" != 1 ]; then
     echo "== ASan + UBSan build, 4-rank runs"
