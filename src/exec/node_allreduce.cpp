@@ -1,0 +1,193 @@
+#include "exec/node_allreduce.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "reduce/reduce.h"
+
+namespace gpurdma::exec {
+
+using transport::NodeCounter;
+
+namespace {
+
+// Reductions run over sub-blocks that stay in L1 between their passes.
+constexpr size_t kSubBlock = 16 * 1024;
+
+}  // namespace
+
+NodeAllreduce::NodeAllreduce(const transport::NodeArena &arena, int me, uint64_t first_block, gpurdma_op_t op,
+                             gpurdma_dtype_t dtype, const void *sendbuf, void *recvbuf, size_t count,
+                             size_t direct_max)
+    : arena_(arena),
+      me_(me),
+      ranks_(arena.layout().ranks),
+      first_(first_block),
+      op_(op),
+      dtype_(dtype),
+      elem_(reduce::dtype_size(dtype)),
+      send_(static_cast<const char *>(sendbuf ? sendbuf : recvbuf)),
+      recv_(static_cast<char *>(recvbuf)),
+      count_(count),
+      per_block_(std::max<size_t>(1, arena.layout().block / reduce::dtype_size(dtype))),
+      blocks_((count + per_block_ - 1) / per_block_),
+      direct_(count * reduce::dtype_size(dtype) <= direct_max)
+{
+}
+
+void NodeAllreduce::slice(size_t elems, size_t elem_size, int ranks, int i, size_t *first, size_t *count)
+{
+    const size_t unit = (elem_size <= 64 && 64 % elem_size == 0) ? 64 / elem_size : 1;
+    const size_t units = (elems + unit - 1) / unit;
+    const size_t n = static_cast<size_t>(ranks), idx = static_cast<size_t>(i);
+    const size_t base = units / n, extra = units % n;
+    const size_t first_unit = idx * base + std::min(idx, extra);
+    const size_t end_unit = first_unit + base + (idx < extra ? 1 : 0);
+    *first = std::min(first_unit * unit, elems);
+    *count = std::min(end_unit * unit, elems) - *first;
+}
+
+int NodeAllreduce::slot_of(uint64_t block) const
+{
+    return static_cast<int>((first_ + block) % static_cast<uint64_t>(arena_.layout().slots));
+}
+
+size_t NodeAllreduce::block_elems(uint64_t b) const
+{
+    return std::min(per_block_, count_ - static_cast<size_t>(b) * per_block_);
+}
+
+int NodeAllreduce::lagging(NodeCounter c, uint64_t need) const
+{
+    for (int j = 0; j < ranks_; ++j)
+        if (arena_.load(j, c) < need) return j;
+    return -1;
+}
+
+// dst = source(0) OP source(1) OP ... in rank order. dst may be source(0) only.
+template <typename Source>
+void NodeAllreduce::fold(char *dst, size_t bytes, Source source) const
+{
+    const size_t n = bytes / elem_;
+    if (ranks_ == 1) {
+        if (dst != source(0)) std::memcpy(dst, source(0), bytes);
+        return;
+    }
+    reduce::apply(op_, dtype_, dst, source(0), source(1), n);
+    for (int j = 2; j < ranks_; ++j) reduce::apply(op_, dtype_, dst, dst, source(j), n);
+}
+
+bool NodeAllreduce::try_post()
+{
+    const uint64_t b = posted_;
+    if (b >= blocks_) return false;
+    const uint64_t g = first_ + b;
+    const uint64_t slots = static_cast<uint64_t>(arena_.layout().slots);
+    // The slot last held block g - slots: every rank must be done with it.
+    if (g + 1 > slots && lagging(NodeCounter::Consumed, g + 1 - slots) >= 0) return false;
+    const size_t elems = block_elems(b);
+    const char *src = send_ + static_cast<size_t>(b) * per_block_ * elem_;
+    char *in = arena_.input(me_, slot_of(b));
+    if (direct_) {
+        std::memcpy(in, src, elems * elem_);
+    } else {
+        // Only the others' slices: my own is read from my buffer when I reduce it.
+        for (int i = 0; i < ranks_; ++i) {
+            if (i == me_) continue;
+            size_t first = 0, n = 0;
+            slice(elems, elem_, ranks_, i, &first, &n);
+            if (n) std::memcpy(in + first * elem_, src + first * elem_, n * elem_);
+        }
+    }
+    arena_.store(me_, NodeCounter::Posted, g + 1);
+    ++posted_;
+    return true;
+}
+
+bool NodeAllreduce::try_reduce()
+{
+    const uint64_t b = reduced_;
+    if (b >= posted_) return false;
+    const uint64_t g = first_ + b;
+    if (lagging(NodeCounter::Posted, g + 1) >= 0) return false;
+    const int slot = slot_of(b);
+    const size_t elems = block_elems(b);
+    const size_t block_off = static_cast<size_t>(b) * per_block_ * elem_;
+    if (direct_) {
+        // Everyone reduces the whole (small) block itself: no second wait.
+        fold(recv_ + block_off, elems * elem_, [&](int j) -> const char * { return arena_.input(j, slot); });
+        arena_.store(me_, NodeCounter::Reduced, g + 1);
+        arena_.store(me_, NodeCounter::Consumed, g + 1);
+        ++reduced_;
+        ++copied_;
+        return true;
+    }
+    size_t first = 0, n = 0;
+    slice(elems, elem_, ranks_, me_, &first, &n);
+    const size_t step = kSubBlock - kSubBlock % elem_;
+    char *out = arena_.output(slot);
+    for (size_t off = first * elem_, end = (first + n) * elem_; off < end; off += step) {
+        const size_t bytes = std::min(step, end - off);
+        // Into the shared output first: in place, my own operand is the receive
+        // buffer, which must not change before every rank's value is folded in.
+        fold(out + off, bytes, [&](int j) -> const char * {
+            return (j == me_ ? send_ + block_off : arena_.input(j, slot)) + off;
+        });
+        std::memcpy(recv_ + block_off + off, out + off, bytes);
+    }
+    arena_.store(me_, NodeCounter::Reduced, g + 1);
+    ++reduced_;
+    return true;
+}
+
+bool NodeAllreduce::try_copy_out()
+{
+    const uint64_t b = copied_;
+    if (b >= reduced_) return false;
+    const uint64_t g = first_ + b;
+    if (lagging(NodeCounter::Reduced, g + 1) >= 0) return false;
+    const size_t elems = block_elems(b);
+    const size_t block_off = static_cast<size_t>(b) * per_block_ * elem_;
+    const char *out = arena_.output(slot_of(b));
+    for (int i = 0; i < ranks_; ++i) {
+        if (i == me_) continue;
+        size_t first = 0, n = 0;
+        slice(elems, elem_, ranks_, i, &first, &n);
+        if (n) std::memcpy(recv_ + block_off + first * elem_, out + first * elem_, n * elem_);
+    }
+    arena_.store(me_, NodeCounter::Consumed, g + 1);
+    ++copied_;
+    return true;
+}
+
+State NodeAllreduce::advance()
+{
+    for (;;) {
+        // Oldest work first: finishing a block frees its slot for the next post.
+        bool moved = try_copy_out();
+        moved = try_reduce() || moved;
+        moved = try_post() || moved;
+        if (copied_ == blocks_) return State::Done;
+        if (!moved) return State::Running;
+    }
+}
+
+std::string NodeAllreduce::waiting_for(int *peer) const
+{
+    const uint64_t slots = static_cast<uint64_t>(arena_.layout().slots);
+    if (copied_ < reduced_) {
+        const uint64_t g = first_ + copied_;
+        *peer = lagging(NodeCounter::Reduced, g + 1);
+        return "to reduce its slice of block " + std::to_string(g);
+    }
+    if (reduced_ < posted_) {
+        const uint64_t g = first_ + reduced_;
+        *peer = lagging(NodeCounter::Posted, g + 1);
+        return "to post its data for block " + std::to_string(g);
+    }
+    const uint64_t g = first_ + posted_;
+    *peer = g + 1 > slots ? lagging(NodeCounter::Consumed, g + 1 - slots) : -1;
+    return "to release the slot of block " + std::to_string(g - std::min(g, slots));
+}
+
+}  // namespace gpurdma::exec

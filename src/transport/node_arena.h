@@ -1,0 +1,71 @@
+// Layout of the node's shared allreduce area (part of the node's shared segment):
+// per local rank one cache line of progress counters and `slots` input blocks, then
+// `slots` output blocks shared by all. Only rank i writes its counters and inputs;
+// output block slices are written by their reducing rank. Counters only grow, so a
+// reader compares them with the block sequence number it needs.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace gpurdma::transport {
+
+enum class NodeCounter : int {
+    Posted = 0,    // blocks whose input this rank has published
+    Reduced = 1,   // blocks whose slice this rank has reduced into the output
+    Consumed = 2,  // blocks this rank no longer reads (its slot may be reused)
+};
+
+struct NodeArenaLayout {
+    int ranks = 1;
+    int slots = 1;
+    size_t block = 0;  // bytes per input/output block
+
+    static size_t round_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
+    static constexpr size_t kLine = 64;
+
+    size_t data_start() const { return round_up(static_cast<size_t>(ranks) * kLine, 4096); }
+    size_t counter_offset(int rank, NodeCounter c) const
+    {
+        return static_cast<size_t>(rank) * kLine + static_cast<size_t>(c) * sizeof(uint64_t);
+    }
+    size_t input_offset(int rank, int slot) const
+    {
+        return data_start() + (static_cast<size_t>(rank) * slots + static_cast<size_t>(slot)) * block;
+    }
+    size_t output_offset(int slot) const
+    {
+        return data_start() + (static_cast<size_t>(ranks) * slots + static_cast<size_t>(slot)) * block;
+    }
+    size_t bytes() const { return data_start() + static_cast<size_t>(ranks + 1) * slots * block; }
+};
+
+// The layout applied to a mapping.
+class NodeArena {
+public:
+    NodeArena(char *base, const NodeArenaLayout &layout) : base_(base), layout_(layout) {}
+
+    const NodeArenaLayout &layout() const { return layout_; }
+    uint64_t load(int rank, NodeCounter c) const
+    {
+        return __atomic_load_n(counter(rank, c), __ATOMIC_ACQUIRE);
+    }
+    // Publishes everything this rank wrote before (data, then the counter).
+    void store(int rank, NodeCounter c, uint64_t value) const
+    {
+        __atomic_store_n(counter(rank, c), value, __ATOMIC_RELEASE);
+    }
+    char *input(int rank, int slot) const { return base_ + layout_.input_offset(rank, slot); }
+    char *output(int slot) const { return base_ + layout_.output_offset(slot); }
+
+private:
+    uint64_t *counter(int rank, NodeCounter c) const
+    {
+        return reinterpret_cast<uint64_t *>(base_ + layout_.counter_offset(rank, c));
+    }
+
+    char *base_;
+    NodeArenaLayout layout_;
+};
+
+}  // namespace gpurdma::transport

@@ -1,0 +1,216 @@
+// The one-node shared-memory allreduce: every rank's state machine run in one
+// thread over one in-memory arena, interleaved in round-robin and random orders,
+// for many calls in a row (the block sequence carries over), checked against a
+// reference fold in rank order, bit for bit on every rank.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <random>
+#include <vector>
+
+#include "exec/node_allreduce.h"
+#include "reduce/reduce.h"
+
+using gpurdma::exec::NodeAllreduce;
+using gpurdma::exec::State;
+using gpurdma::transport::NodeArena;
+using gpurdma::transport::NodeArenaLayout;
+
+namespace {
+
+struct Node {
+    NodeArenaLayout layout;
+    std::vector<uint64_t> storage;  // 8-byte aligned, zeroed like a fresh segment
+    uint64_t next_block = 0;
+
+    Node(int ranks, int slots, size_t block)
+    {
+        layout.ranks = ranks;
+        layout.slots = slots;
+        layout.block = block;
+        storage.assign(layout.bytes() / 8 + 1, 0);
+    }
+    NodeArena arena() { return NodeArena(reinterpret_cast<char *>(storage.data()), layout); }
+};
+
+std::vector<char> random_bytes(size_t n, std::mt19937 &rng)
+{
+    std::vector<char> v(n);
+    for (auto &c : v) c = static_cast<char>(rng());
+    return v;
+}
+
+// Floats from a small range: sums are inexact, so a wrong order shows.
+std::vector<char> random_floats(size_t count, std::mt19937 &rng)
+{
+    std::vector<char> v(count * sizeof(float));
+    std::uniform_real_distribution<float> d(-1.0f, 1.0f);
+    for (size_t i = 0; i < count; ++i) {
+        const float f = d(rng) * 1e3f;
+        std::memcpy(v.data() + i * sizeof f, &f, sizeof f);
+    }
+    return v;
+}
+
+// One allreduce on all ranks; false with a message on deadlock or mismatch.
+::testing::AssertionResult run_call(Node &node, gpurdma_dtype_t dtype, gpurdma_op_t op, size_t count,
+                                    bool in_place, size_t direct_max, std::mt19937 &rng, bool random_order)
+{
+    const int n = node.layout.ranks;
+    const size_t elem = gpurdma::reduce::dtype_size(dtype);
+    std::vector<std::vector<char>> in(static_cast<size_t>(n)), out(static_cast<size_t>(n));
+    for (int r = 0; r < n; ++r) {
+        in[r] = dtype == GPURDMA_FLOAT ? random_floats(count, rng) : random_bytes(count * elem, rng);
+        if (dtype == GPURDMA_DOUBLE_INT || dtype == GPURDMA_FLOAT_INT) {
+            // Keep the value parts finite: compare bits, but NaN != NaN makes MAXLOC order-dependent.
+            for (size_t i = 0; i < count; ++i) {
+                if (dtype == GPURDMA_DOUBLE_INT) {
+                    const double v = static_cast<double>(rng() % 100);
+                    std::memcpy(in[r].data() + i * elem, &v, sizeof v);
+                } else {
+                    const float v = static_cast<float>(rng() % 100);
+                    std::memcpy(in[r].data() + i * elem, &v, sizeof v);
+                }
+            }
+        }
+        out[r] = in_place ? in[r] : std::vector<char>(count * elem, 0x5a);
+    }
+    std::vector<char> want = in[0];
+    for (int r = 1; r < n; ++r) gpurdma::reduce::apply(op, dtype, want.data(), want.data(), in[r].data(), count);
+
+    NodeArena arena = node.arena();
+    std::vector<std::unique_ptr<NodeAllreduce>> m;
+    for (int r = 0; r < n; ++r)
+        m.push_back(std::make_unique<NodeAllreduce>(arena, r, node.next_block, op, dtype,
+                                                    in_place ? nullptr : in[r].data(), out[r].data(), count,
+                                                    direct_max));
+    std::vector<bool> done(static_cast<size_t>(n), false);
+    int remaining = n;
+    for (size_t round = 0; remaining > 0; ++round) {
+        if (round > 1000000) return ::testing::AssertionFailure() << "no progress (deadlock)";
+        const int r = random_order ? static_cast<int>(rng() % static_cast<unsigned>(n)) : static_cast<int>(round % n);
+        if (done[r]) continue;
+        const State st = m[r]->advance();
+        if (st == State::Failed) return ::testing::AssertionFailure() << "rank " << r << " failed";
+        if (st == State::Done) {
+            done[r] = true;
+            --remaining;
+        }
+    }
+    for (int r = 1; r < n; ++r)
+        if (m[r]->blocks() != m[0]->blocks()) return ::testing::AssertionFailure() << "ranks disagree on blocks";
+    node.next_block += m[0]->blocks();
+    // struct { double; int; } has 4 bytes of padding that MPI leaves undefined.
+    const size_t meaningful = dtype == GPURDMA_DOUBLE_INT ? 12 : elem;
+    for (int r = 0; r < n; ++r)
+        for (size_t i = 0; i < count; ++i) {
+            if (std::memcmp(out[r].data() + i * elem, want.data() + i * elem, meaningful) == 0) continue;
+            return ::testing::AssertionFailure()
+                   << "rank " << r << " of " << n << " differs: " << gpurdma_dtype_name(dtype) << " "
+                   << gpurdma_op_name(op) << " count " << count << (in_place ? " in place" : "") << " at element "
+                   << i;
+        }
+    return ::testing::AssertionSuccess();
+}
+
+}  // namespace
+
+TEST(NodeAllreduce, SlicesCoverTheBlockAlignedAndDisjoint)
+{
+    for (size_t elem : {1ul, 2ul, 4ul, 8ul, 16ul, 32ul})
+        for (int ranks = 1; ranks <= 9; ++ranks)
+            for (size_t elems : {0ul, 1ul, 3ul, 64ul, 100ul, 1000ul, 4096ul, 65537ul}) {
+                size_t next = 0;
+                for (int i = 0; i < ranks; ++i) {
+                    size_t first = 0, count = 0;
+                    NodeAllreduce::slice(elems, elem, ranks, i, &first, &count);
+                    ASSERT_EQ(next, first) << "elem " << elem << " ranks " << ranks << " elems " << elems;
+                    if (first < elems && first + count < elems) {
+                        ASSERT_EQ(0u, ((first + count) * elem) % 64);
+                    }
+                    next = first + count;
+                }
+                ASSERT_EQ(elems, next);
+            }
+}
+
+TEST(NodeAllreduce, ManyShapesAndCallsInARow)
+{
+    std::mt19937 rng(12345);
+    for (int ranks = 2; ranks <= 9; ++ranks)
+        for (int slots : {1, 2, 4}) {
+            // 4 KiB blocks: large counts cross many blocks and reuse every slot.
+            Node node(ranks, slots, 4096);
+            for (size_t count : {1ul, 7ul, 1000ul, 1024ul, 1025ul, 5000ul, 20000ul})
+                for (bool in_place : {false, true})
+                    for (bool random_order : {false, true}) {
+                        ASSERT_TRUE(run_call(node, GPURDMA_INT32, GPURDMA_SUM, count, in_place, 256, rng,
+                                             random_order));
+                        ASSERT_TRUE(run_call(node, GPURDMA_FLOAT, GPURDMA_SUM, count, in_place, 256, rng,
+                                             random_order));
+                    }
+        }
+}
+
+TEST(NodeAllreduce, DirectFormOverManyBlocks)
+{
+    // Two ranks take the direct form at every size: each block is posted whole and
+    // reduced by everyone, slots reused across blocks and calls.
+    std::mt19937 rng(4242);
+    for (int ranks : {2, 3, 5})
+        for (int slots : {1, 2, 4}) {
+            Node node(ranks, slots, 4096);
+            for (size_t count : {1ul, 1024ul, 1025ul, 9000ul, 30000ul})
+                for (bool in_place : {false, true}) {
+                    ASSERT_TRUE(run_call(node, GPURDMA_FLOAT, GPURDMA_SUM, count, in_place, SIZE_MAX, rng, true));
+                    ASSERT_TRUE(run_call(node, GPURDMA_INT64, GPURDMA_PROD, count, in_place, SIZE_MAX, rng, false));
+                }
+        }
+}
+
+TEST(NodeAllreduce, DirectFormAndOtherTypes)
+{
+    std::mt19937 rng(777);
+    for (int ranks : {2, 3, 4, 7}) {
+        Node node(ranks, 2, 8192);
+        for (size_t count : {1ul, 5ul, 64ul, 300ul, 2000ul})
+            for (bool in_place : {false, true}) {
+                // direct_max 8 KiB: small counts reduce everything on every rank.
+                ASSERT_TRUE(run_call(node, GPURDMA_INT8, GPURDMA_SUM, count, in_place, 8192, rng, true));
+                ASSERT_TRUE(run_call(node, GPURDMA_FLOAT, GPURDMA_SUM, count, in_place, 8192, rng, true));
+                ASSERT_TRUE(run_call(node, GPURDMA_DOUBLE_INT, GPURDMA_MAXLOC, count, in_place, 8192, rng, true));
+                ASSERT_TRUE(run_call(node, GPURDMA_UINT16, GPURDMA_BXOR, count, in_place, 0, rng, false));
+                ASSERT_TRUE(run_call(node, GPURDMA_DOUBLE, GPURDMA_PROD, count, in_place, 0, rng, true));
+            }
+    }
+}
+
+TEST(NodeAllreduce, ARankThatIsLateBlocksTheOthersButNothingBreaks)
+{
+    // Rank 1 does not start: the others must wait (Running), never finish early.
+    Node node(3, 2, 4096);
+    const size_t count = 3000;
+    std::vector<std::vector<float>> in(3, std::vector<float>(count, 1.0f)), out(3, std::vector<float>(count));
+    NodeArena arena = node.arena();
+    NodeAllreduce r0(arena, 0, 0, GPURDMA_SUM, GPURDMA_FLOAT, in[0].data(), out[0].data(), count, 0);
+    NodeAllreduce r2(arena, 2, 0, GPURDMA_SUM, GPURDMA_FLOAT, in[2].data(), out[2].data(), count, 0);
+    for (int i = 0; i < 100; ++i) {
+        ASSERT_EQ(State::Running, r0.advance());
+        ASSERT_EQ(State::Running, r2.advance());
+    }
+    int peer = -2;
+    const std::string what = r0.waiting_for(&peer);
+    EXPECT_EQ(1, peer) << what;
+    NodeAllreduce r1(arena, 1, 0, GPURDMA_SUM, GPURDMA_FLOAT, in[1].data(), out[1].data(), count, 0);
+    bool d0 = false, d1 = false, d2 = false;
+    for (int i = 0; i < 10000 && !(d0 && d1 && d2); ++i) {
+        d0 = d0 || r0.advance() == State::Done;
+        d1 = d1 || r1.advance() == State::Done;
+        d2 = d2 || r2.advance() == State::Done;
+    }
+    ASSERT_TRUE(d0 && d1 && d2);
+    for (int r = 0; r < 3; ++r)
+        for (size_t i = 0; i < count; ++i) ASSERT_EQ(3.0f, out[r][i]);
+}
