@@ -1,6 +1,7 @@
 #include "transport/ucx_context.h"
 
 #include <chrono>
+#include <cstdlib>
 #include <stdexcept>
 #include <thread>
 
@@ -34,6 +35,11 @@ UcxContext::UcxContext(const std::string &tls, const std::string &net_devices)
             throw ucx_error(("UCX network devices '" + net_devices + "'").c_str(), st);
         }
     }
+    // UCX's tcp transport moves RMA in 8 KiB segments by default; our puts are whole
+    // landing slots, and larger segments move them several times faster. The user's
+    // own UCX_TCP_* settings win.
+    for (const char *key : {"TX_SEG_SIZE", "RX_SEG_SIZE"})
+        if (!std::getenv((std::string("UCX_TCP_") + key).c_str())) (void)ucp_config_modify(config, key, "256k");
     ucp_params_t params{};
     params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED;
     params.features = UCP_FEATURE_RMA;
