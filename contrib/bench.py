@@ -6,6 +6,7 @@ Prints a latency table with ratios, writes a CSV and, when matplotlib is present
 a PNG (latency and bus bandwidth against size).
 
   contrib/bench.py --np 2,4 --max 64M --out results/
+  contrib/bench.py --np 2,4 --cluster 2x2      # also 2 hosts x 2 ranks on the namespace cluster (root)
 """
 import argparse
 import csv
@@ -44,20 +45,29 @@ def mpi_env():
     return env
 
 
-def run_osu(binary, np_, config, lo, hi, iters, warmup, dtype, extra_mpirun, timeout):
-    cmd = (["mpirun", "--oversubscribe", "--bind-to", "none", "-np", str(np_), "--mca", "pml", "ob1"]
-           + CONFIGS[config] + extra_mpirun
-           + [binary, "-m", f"{lo}:{hi}", "-i", str(iters), "-x", str(warmup), "-T", dtype, "-f"])
+def run_osu(binary, np_, config, lo, hi, iters, warmup, dtype, extra_mpirun, timeout, cluster=False,
+            memcpy_ref=False):
+    # On the namespace cluster, contrib/cluster.sh adds the launch options (rsh agent,
+    # hostfile, interfaces, pml ob1 with btl tcp between hosts).
+    launcher = ([os.path.join(TOP, "contrib", "cluster.sh"), "run"] if cluster else
+                ["mpirun", "--oversubscribe", "--bind-to", "none", "--mca", "pml", "ob1"])
+    cmd = (launcher + ["-np", str(np_)] + CONFIGS[config] + extra_mpirun
+           + [binary, "-m", f"{lo}:{hi}", "-i", str(iters), "-x", str(warmup), "-T", dtype, "-f"]
+           + (["--memcpy-ref"] if memcpy_ref else []))
     out = subprocess.run(cmd, env=mpi_env(), capture_output=True, text=True, timeout=timeout)
     if out.returncode != 0:
         sys.stderr.write(out.stdout + out.stderr)
         raise RuntimeError(f"{' '.join(cmd)} exited {out.returncode}")
     rows = {}
+    memcpy_gbps = None
     for line in out.stdout.splitlines():
         f = line.split()
         if len(f) >= 2 and f[0].isdigit():
             rows[int(f[0])] = float(f[1])
-    return rows, " ".join(cmd)
+        m = re.match(r"# memcpy reference: (\d+) bytes at ([\d.]+) GB/s", line)
+        if m:
+            memcpy_gbps = (int(m.group(1)), float(m.group(2)))
+    return rows, " ".join(cmd), memcpy_gbps
 
 
 def main():
@@ -75,44 +85,72 @@ def main():
     ap.add_argument("--mpirun-arg", action="append", default=[],
                     help="extra mpirun argument (repeatable), e.g. --mpirun-arg=--hostfile=h")
     ap.add_argument("--timeout", type=int, default=900)
+    ap.add_argument("--cluster", default="",
+                    help="HOSTSxRANKS, e.g. 2x2: also run on the namespace cluster (contrib/cluster.sh, root)")
     args = ap.parse_args()
+    # Runs: (label, ranks, on the cluster?)
+    runs = [(f"np={n}", int(n), False) for n in args.np.split(",") if n]
+    cluster_hosts = 0
+    if args.cluster:
+        m = re.fullmatch(r"(\d+)x(\d+)", args.cluster)
+        if not m:
+            ap.error("--cluster wants HOSTSxRANKS, e.g. 2x2")
+        if os.geteuid() != 0:
+            ap.error("--cluster needs root (network namespaces)")
+        cluster_hosts, per_host = int(m.group(1)), int(m.group(2))
+        os.environ["GPURDMA_CLUSTER_ID"] = os.environ.get("GPURDMA_CLUSTER_ID", "2")
+        os.environ["GPURDMA_CLUSTER_SLOTS"] = str(per_host)
+        os.environ["GPURDMA_CLUSTER_TIMEOUT"] = str(args.timeout)
+        subprocess.run([os.path.join(TOP, "contrib", "cluster.sh"), "up", str(cluster_hosts)], check=True)
+        runs.append((f"cluster {cluster_hosts}x{per_host}", cluster_hosts * per_host, True))
+    try:
+        bench_all(args, runs)
+    finally:
+        if cluster_hosts:
+            subprocess.run([os.path.join(TOP, "contrib", "cluster.sh"), "down"], check=False)
 
+
+def bench_all(args, runs):
     binaries = [("osu-compat", os.path.join(BUILD, "osu-compat", "osu_allreduce"))]
     real = shutil.which("osu_allreduce")
     if real:
         binaries.append(("osu", real))
     configs = args.configs.split(",")
     os.makedirs(args.out, exist_ok=True)
-    results = []  # (bench, np, config, size, latency_us)
+    results = []  # (bench, label, np, config, size, latency_us)
     commands = []
+    memcpy = {}  # label -> (bytes, GB/s), measured by osu-compat's rank 0 in the same run
     for bench, binary in binaries:
-        for np_ in [int(x) for x in args.np.split(",")]:
+        for label, np_, on_cluster in runs:
             for config in configs:
                 rows = {}
                 for lo, hi, iters in ((args.min, min(args.max, args.split), args.iters),
                                       (args.split * 2, args.max, args.large_iters)):
                     if lo > hi:
                         continue
-                    r, cmd = run_osu(binary, np_, config, lo, hi, iters, max(1, iters // 10), args.type,
-                                     args.mpirun_arg, args.timeout)
+                    ref = bench == "osu-compat" and config == configs[0] and lo > args.split
+                    r, cmd, mc = run_osu(binary, np_, config, lo, hi, iters, max(1, iters // 10), args.type,
+                                         args.mpirun_arg, args.timeout, on_cluster, ref)
+                    if mc:
+                        memcpy[label] = mc
                     rows.update(r)
                     commands.append(cmd)
                 for size, lat in sorted(rows.items()):
-                    results.append((bench, np_, config, size, lat))
+                    results.append((bench, label, np_, config, size, lat))
 
     csv_path = os.path.join(args.out, "allreduce.csv")
     with open(csv_path, "w", newline="") as f:
         w = csv.writer(f)
-        w.writerow(["benchmark", "np", "config", "bytes", "latency_us", "busbw_GBps"])
-        for bench, np_, config, size, lat in results:
+        w.writerow(["benchmark", "run", "np", "config", "bytes", "latency_us", "busbw_GBps"])
+        for bench, label, np_, config, size, lat in results:
             busbw = size * 2 * (np_ - 1) / np_ / (lat * 1e-6) / 1e9 if lat > 0 else 0
-            w.writerow([bench, np_, config, size, f"{lat:.2f}", f"{busbw:.3f}"])
+            w.writerow([bench, label, np_, config, size, f"{lat:.2f}", f"{busbw:.3f}"])
 
     table = {}
-    for bench, np_, config, size, lat in results:
-        table.setdefault((bench, np_), {}).setdefault(size, {})[config] = lat
-    for (bench, np_), sizes in table.items():
-        print(f"\n# {bench} allreduce, {args.type}, np={np_}: average latency (us); ratio = other / gpurdma"
+    for bench, label, np_, config, size, lat in results:
+        table.setdefault((bench, label, np_), {}).setdefault(size, {})[config] = lat
+    for (bench, label, np_), sizes in table.items():
+        print(f"\n# {bench} allreduce, {args.type}, {label}: average latency (us); ratio = other / gpurdma"
               " (>1: gpurdma faster)")
         head = f"{'bytes':>10}" + "".join(f"{c:>12}" for c in configs)
         others = [c for c in configs if c != "gpurdma"]
@@ -125,6 +163,13 @@ def main():
             if "gpurdma" in configs and row.get("gpurdma"):
                 line += "".join(f"{row.get(c, float('nan')) / row['gpurdma']:>16.2f}" for c in others)
             print(line)
+        if label in memcpy and "gpurdma" in configs:
+            mbytes, gbps = memcpy[label]
+            at = 16 << 20
+            if at in sizes and sizes[at].get("gpurdma"):
+                busbw = at * 2 * (np_ - 1) / np_ / (sizes[at]["gpurdma"] * 1e-6) / 1e9
+                print(f"# gpurdma bus bandwidth at 16 MiB: {busbw:.2f} GB/s; memcpy ({mbytes} bytes, rank 0, "
+                      f"same run): {gbps:.2f} GB/s; ratio {busbw / gbps:.2f}")
     print(f"\nCSV: {csv_path}")
     with open(os.path.join(args.out, "commands.txt"), "w") as f:
         f.write("\n".join(commands) + "\n")
@@ -136,7 +181,7 @@ def main():
     except ImportError:
         print("(matplotlib not installed: no plot; apt-get install python3-matplotlib)")
         return
-    for (bench, np_), sizes in table.items():
+    for (bench, label, np_), sizes in table.items():
         fig, (a1, a2) = plt.subplots(1, 2, figsize=(12, 4.5))
         for config in configs:
             xs = [s for s in sorted(sizes) if config in sizes[s]]
@@ -151,8 +196,8 @@ def main():
             a.set_ylabel(t)
             a.grid(True, which="both", alpha=0.3)
             a.legend()
-        fig.suptitle(f"MPI_Allreduce {args.type}, np={np_} ({bench})")
-        png = os.path.join(args.out, f"allreduce-{bench}-np{np_}.png")
+        fig.suptitle(f"MPI_Allreduce {args.type}, {label} ({bench})")
+        png = os.path.join(args.out, f"allreduce-{bench}-{label.replace('=', '').replace(' ', '-')}.png")
         fig.tight_layout()
         fig.savefig(png, dpi=90)
         print(f"plot: {png}")
