@@ -116,17 +116,24 @@ typedef struct gpurdma_config {
     int verbose;              /* 0 silent, 1 one line per communicator, 2+ per call */
     size_t chunk_size;        /* pipeline chunk and landing-slot size, bytes */
     int slots;                /* landing slots per peer channel (pipeline depth) */
-    size_t small_msg_max;     /* largest message for the latency (recursive-doubling) path */
+    size_t small_msg_max;     /* largest message for the latency path (one wait on a node, recursive doubling between nodes) */
+    size_t node_chunk_size;   /* block of the one-node shared-memory allreduce, bytes */
     double timeout_s;         /* longest wait on any peer before a collective fails */
-    const char *algorithm;    /* "auto", "ring" or "rd" (recursive doubling) */
+    const char *algorithm;    /* "auto", "node", "ring", "rd" (recursive doubling) or "hier" */
     const char *ucx_tls;      /* UCX transports for our own context ("" = UCX default) */
     const char *logical_nodes; /* "" by host; "K" or "a,b,c": split hosts into virtual nodes */
     const char *net_devices;  /* "" nearest RDMA NIC; "mlx5_0:1,..." or "^dev" to restrict; "none" */
     int cuda;                 /* 1: recognise GPU buffers if a CUDA driver is present; 0: never load it */
+    int local_processes;      /* processes of the job on this node (0: unknown): more than cores means yield when idle */
+    const char *gdr_level;    /* farthest GPU-NIC path for GPUDirect RDMA: LOC, PIX, PXB, PHB or SYS
+                                 (NCCL_NET_GDR_LEVEL's scale); the string must outlive the context */
     gpurdma_log_fn_t log;     /* may be NULL */
 } gpurdma_config_t;
 
 void gpurdma_config_default(gpurdma_config_t *config);
+
+/* 1 if level is one of LOC, PIX, PXB, PHB, SYS (any case): a valid gdr_level. */
+int gpurdma_gdr_level_valid(const char *level);
 
 /* ---- process context: one per process, shared by all communicators ---- */
 typedef struct gpurdma_context gpurdma_context_t;
@@ -185,9 +192,14 @@ typedef struct gpurdma_comm_stats {
     uint64_t ring_calls;
     uint64_t rd_calls;
     uint64_t hier_calls;
+    uint64_t device_calls;     /* GPU-buffer calls done on the GPU (not staged through host) */
+    uint64_t node_calls;       /* one-node shared-memory allreduce */
 } gpurdma_comm_stats_t;
 
 void gpurdma_comm_get_stats(const gpurdma_comm_t *comm, gpurdma_comm_stats_t *stats);
+
+/* The same counters summed over every communicator of the process, freed ones too. */
+void gpurdma_context_get_stats(const gpurdma_context_t *context, gpurdma_comm_stats_t *stats);
 
 #ifdef __cplusplus
 }

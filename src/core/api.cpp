@@ -28,6 +28,7 @@ gpurdma_context::gpurdma_context(const gpurdma_config_t &c)
     choose_rail();
     plan.chunk_size = config.chunk_size;
     plan.small_msg_max = config.small_msg_max;
+    plan.node_chunk = config.node_chunk_size;
     if (!gpurdma::plan::parse_algorithm(algorithm_text, &plan.algorithm))
         throw std::invalid_argument("unknown algorithm '" + algorithm_text + "'");
 }
@@ -63,7 +64,8 @@ gpurdma_status_t gpurdma_context_create(const gpurdma_config_t *config, gpurdma_
 {
     if (!config || !out) return GPURDMA_ERR_INVALID;
     *out = nullptr;
-    if (config->slots < 1 || config->chunk_size < 64 || config->timeout_s <= 0) return GPURDMA_ERR_INVALID;
+    if (config->slots < 1 || config->chunk_size < 64 || config->node_chunk_size < 64 || config->timeout_s <= 0)
+        return GPURDMA_ERR_INVALID;
     gpurdma::Logger log(config->log, config->verbose);
     if (!config->cuda) gpurdma::mem::CudaDriver::disable();
     try {
@@ -143,6 +145,11 @@ gpurdma_status_t gpurdma_memcpy(void *dst, const void *src, size_t bytes)
 const char *gpurdma_comm_last_error(const gpurdma_comm_t *comm)
 {
     return comm ? comm->last_error.c_str() : "";
+}
+
+void gpurdma_context_get_stats(const gpurdma_context_t *context, gpurdma_comm_stats_t *stats)
+{
+    if (context && stats) *stats = context->totals;
 }
 
 void gpurdma_comm_get_stats(const gpurdma_comm_t *comm, gpurdma_comm_stats_t *stats)

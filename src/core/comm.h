@@ -5,6 +5,7 @@
 #include <chrono>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -14,10 +15,15 @@
 #include "mem/cuda_driver.h"
 #include "plan/schedule.h"
 #include "topo/topology.h"
+#include "transport/node_arena.h"
 #include "transport/router.h"
 #include "transport/shm_channels.h"
 #include "transport/shm_segment.h"
 #include "transport/ucx_channels.h"
+
+namespace gpurdma::core {
+class DeviceAllreduce;
+}
 
 struct gpurdma_comm {
     gpurdma_comm(gpurdma_context *context, const gpurdma_comm_params_t &params);
@@ -50,7 +56,18 @@ private:
     const gpurdma::plan::Schedule &schedule_for(size_t count, size_t elem_size, bool in_place);
     gpurdma_status_t run(const gpurdma::plan::Schedule &schedule, const void *sendbuf, void *recvbuf,
                          gpurdma_dtype_t dtype, gpurdma_op_t op);
+    gpurdma_status_t run_node(const void *sendbuf, void *recvbuf, size_t count, gpurdma_dtype_t dtype,
+                              gpurdma_op_t op);
+    // The wait loop shared by both paths: advance until done, with progress,
+    // spinning then yielding, and a timeout whose message `waiting()` describes.
+    template <typename Advance, typename Position, typename Waiting>
+    gpurdma_status_t drive(Advance advance, Position position, Waiting waiting, const char *stage);
+    size_t channel_bytes() const;
+    gpurdma::transport::NodeArenaLayout arena_layout() const;
+    size_t node_direct_max() const;
     gpurdma_status_t fail(gpurdma_status_t status, const std::string &message);
+    // Adds n to a counter of this communicator and to the process totals.
+    void tally(uint64_t gpurdma_comm_stats_t::*field, uint64_t n = 1);
     std::string describe_peer(int peer) const;
 
     SetupState setup_ = SetupState::NotYet;
@@ -64,6 +81,17 @@ private:
     std::unique_ptr<gpurdma::transport::UcxChannels> ucx_;
     std::unique_ptr<gpurdma::transport::Router> router_;
     std::map<std::tuple<size_t, size_t, bool>, gpurdma::plan::Schedule> schedules_;
+    // The one-node path: all ranks on one node, the node arena in the segment.
+    bool node_path_ = false;
+    std::optional<gpurdma::transport::NodeArena> node_arena_;
+    int node_index_ = 0;       // my index among the node's ranks
+    uint64_t next_block_ = 0;  // sequence number of the next arena block
+    bool oversubscribed_ = false; // more ranks on this node than cores: yield when idle
     std::vector<char> stage_send_;  // host copies of GPU buffers (kept between calls)
     std::vector<char> stage_recv_;
+    // GPU buffers: the device path, or staging when it declines (core/device_allreduce.cpp).
+    gpurdma_status_t device_allreduce(const void *sendbuf, void *recvbuf, size_t count, gpurdma_dtype_t dtype,
+                                      gpurdma_op_t op, const gpurdma::mem::PointerInfo &sinfo,
+                                      const gpurdma::mem::PointerInfo &rinfo);
+    std::shared_ptr<gpurdma::core::DeviceAllreduce> device_;  // last: released first
 };

@@ -20,6 +20,7 @@ struct gpurdma_context {
     gpurdma::Logger log;
     std::unique_ptr<gpurdma::transport::UcxContext> ucx;  // started by the first set-up
     std::string ucx_failure;                              // why it could not start, if so
+    gpurdma_comm_stats_t totals{};                        // over all communicators, for MPI_T
 
     explicit gpurdma_context(const gpurdma_config_t &c);
 

@@ -86,6 +86,7 @@ bool parse_algorithm(const std::string &text, Algorithm *out)
     else if (text == "ring") *out = Algorithm::Ring;
     else if (text == "rd" || text == "recursive_doubling") *out = Algorithm::RecursiveDoubling;
     else if (text == "hier" || text == "hierarchical") *out = Algorithm::Hierarchical;
+    else if (text == "node") *out = Algorithm::Node;
     else return false;
     return true;
 }
@@ -97,8 +98,15 @@ const char *algorithm_name(Algorithm algorithm)
     case Algorithm::Ring: return "ring";
     case Algorithm::RecursiveDoubling: return "recursive-doubling";
     case Algorithm::Hierarchical: return "hierarchical";
+    case Algorithm::Node: return "node";
     }
     return "unknown";
+}
+
+bool uses_node_allreduce(const topo::Topology &topo, const PlanParams &params)
+{
+    return topo.nodes() == 1 && topo.size > 1 &&
+           (params.algorithm == Algorithm::Auto || params.algorithm == Algorithm::Node);
 }
 
 Algorithm choose_algorithm(const topo::Topology &topo, size_t bytes, const PlanParams &params)
@@ -109,7 +117,8 @@ Algorithm choose_algorithm(const topo::Topology &topo, size_t bytes, const PlanP
     case Algorithm::Ring: return Algorithm::Ring;
     case Algorithm::RecursiveDoubling: return fits_slot ? Algorithm::RecursiveDoubling : Algorithm::Ring;
     case Algorithm::Hierarchical: return Algorithm::Hierarchical;
-    case Algorithm::Auto: break;
+    case Algorithm::Auto:
+    case Algorithm::Node: break;  // node: schedules as auto where the node path does not apply
     }
     if (fits_slot && bytes <= params.small_msg_max) return Algorithm::RecursiveDoubling;
     return multi_level ? Algorithm::Hierarchical : Algorithm::Ring;

@@ -10,15 +10,16 @@
 
 namespace gpurdma::plan {
 
-enum class Algorithm { Auto, Ring, RecursiveDoubling, Hierarchical };
+enum class Algorithm { Auto, Ring, RecursiveDoubling, Hierarchical, Node };
 
-// Parses "auto", "ring", "rd" / "recursive_doubling", "hier" / "hierarchical".
+// Parses "auto", "ring", "rd" / "recursive_doubling", "hier" / "hierarchical", "node".
 bool parse_algorithm(const std::string &text, Algorithm *out);
 const char *algorithm_name(Algorithm algorithm);
 
 struct PlanParams {
     size_t chunk_size = 256 * 1024;    // largest message put into one landing slot
-    size_t small_msg_max = 16 * 1024;  // auto: recursive doubling up to this size
+    size_t small_msg_max = 64 * 1024;  // latency path (direct node form, recursive doubling) up to this size
+    size_t node_chunk = 256 * 1024;    // block of the one-node shared-memory allreduce
     Algorithm algorithm = Algorithm::Auto;
 };
 
@@ -29,7 +30,12 @@ struct Group {
     int size() const { return static_cast<int>(ranks.size()); }
 };
 
-// The algorithm used for a message of `bytes` on this topology.
+// Whether every call on this topology takes the one-node shared-memory allreduce
+// (exec/node_allreduce.h) instead of a schedule: all ranks on one node, and the
+// algorithm is auto or node.
+bool uses_node_allreduce(const topo::Topology &topo, const PlanParams &params);
+
+// The schedule algorithm for a message of `bytes` on this topology (never Node).
 Algorithm choose_algorithm(const topo::Topology &topo, size_t bytes, const PlanParams &params);
 
 // Ring reduce-scatter + allgather of Recv[first, first + count) among the group,

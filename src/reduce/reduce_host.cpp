@@ -92,32 +92,41 @@ constexpr bool valid(gpurdma_op_t op, Kind kind) {
     return false;
 }
 
+// The loops are built for AVX-512, AVX2 and the baseline ISA; the loader picks the
+// best the CPU has (ifunc). Each element is computed alone, so the clones agree bit
+// for bit (the build forbids FMA contraction).
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
+#define GPURDMA_VECTOR_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define GPURDMA_VECTOR_CLONES
+#endif
+
 // One loop per aliasing case, each with __restrict on exactly the pointers known to
 // be distinct, so the loops vectorize without runtime alias checks; not every
 // compiler's check lets dst == a (in-place accumulation, the common case) take the
 // vector path.
 // a == b is allowed here: restrict only forbids aliasing what is written.
 template <typename F, typename T>
-void loop_distinct(T* __restrict d, const T* __restrict a, const T* __restrict b,
+GPURDMA_VECTOR_CLONES void loop_distinct(T* __restrict d, const T* __restrict a, const T* __restrict b,
                    std::size_t n) {
     const F f{};
     for (std::size_t i = 0; i < n; ++i) d[i] = f(a[i], b[i]);
 }
 
 template <typename F, typename T>
-void loop_into_a(T* __restrict d, const T* __restrict b, std::size_t n) {
+GPURDMA_VECTOR_CLONES void loop_into_a(T* __restrict d, const T* __restrict b, std::size_t n) {
     const F f{};
     for (std::size_t i = 0; i < n; ++i) d[i] = f(d[i], b[i]);
 }
 
 template <typename F, typename T>
-void loop_into_b(T* __restrict d, const T* __restrict a, std::size_t n) {
+GPURDMA_VECTOR_CLONES void loop_into_b(T* __restrict d, const T* __restrict a, std::size_t n) {
     const F f{};
     for (std::size_t i = 0; i < n; ++i) d[i] = f(a[i], d[i]);
 }
 
 template <typename F, typename T>
-void loop_all_same(T* d, std::size_t n) {
+GPURDMA_VECTOR_CLONES void loop_all_same(T* d, std::size_t n) {
     const F f{};
     for (std::size_t i = 0; i < n; ++i) d[i] = f(d[i], d[i]);
 }

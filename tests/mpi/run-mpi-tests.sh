@@ -54,8 +54,8 @@ run() {
             grep -q "coll:gpurdma" "$out" && why="gpurdma printed output while off"
             ;;
         timeout)
-            grep -q "timed out after .* in ring .*waiting for data from rank [0-9]* on host" "$out" ||
-                why="no timeout message naming the stage, peer and host"
+            grep -q "timed out after .* in ${TIMEOUT_STAGE:-.*}.*waiting for .*rank [0-9]* on host" "$out" ||
+                why="no timeout message naming the stage (${TIMEOUT_STAGE:-any}), peer and host"
             ;;
         cannot-start)
             grep -q "coll:gpurdma: .*declined.*cannot start UCX" "$out" || why="no 'declined ... cannot start UCX' warning"
@@ -107,6 +107,9 @@ run "flat over UCX sysv np=2" used 300 UCX_TLS=sysv,cma -- -np 2 "${on[@]}" --mc
     "$bin/allreduce_check" --quick --strict
 run "allreduce np=4 ring only, small chunks" used 300 -- -np 4 "${on[@]}" --mca coll_gpurdma_algorithm ring \
     --mca coll_gpurdma_chunk_size 4096 --mca coll_gpurdma_slots 2 "$bin/allreduce_check" --quick --strict
+run "node path np=3, 4 KiB blocks x 1 slot, no direct form" used 300 -- -np 3 "${on[@]}" \
+    --mca coll_gpurdma_node_chunk_size 4096 --mca coll_gpurdma_slots 1 --mca coll_gpurdma_small_msg_max 0 \
+    "$bin/allreduce_check" --quick --strict
 run "allreduce np=5 rd only" used 300 -- -np 5 "${on[@]}" --mca coll_gpurdma_algorithm rd "$bin/allreduce_check" --quick --strict
 # Logical nodes: the hierarchical path (node stage in shared memory, rails over UCX).
 run "hierarchical 2x2 logical nodes" used 300 -- -np 4 "${on[@]}" --mca coll_gpurdma_logical_nodes 2 \
@@ -124,12 +127,20 @@ FALLBACK_PATTERNS=("fallback to the previous allreduce (user-defined" "fallback 
 run "fallback np=4" fallback 300 -- -np 4 --mca coll_gpurdma_priority 100 --mca coll_gpurdma_verbose 2 "$bin/fallback_check"
 run "fallback np=3" fallback 300 -- -np 3 --mca coll_gpurdma_priority 100 --mca coll_gpurdma_verbose 2 "$bin/fallback_check"
 
+TIMEOUT_STAGE="node reduce-scatter/allgather (intra-node)"
 run "peer missing: error, no hang np=3" timeout 120 -- -np 3 "${on[@]}" --mca coll_gpurdma_timeout 2 \
     "$bin/timeout_check" 2
+TIMEOUT_STAGE="ring reduce-scatter"
+run "peer missing, ring: error, no hang np=2" timeout 120 -- -np 2 "${on[@]}" --mca coll_gpurdma_timeout 2 \
+    --mca coll_gpurdma_algorithm ring "$bin/timeout_check" 2
 # Falls back to Open MPI's ops here, hence op ^avx (Debian's op/avx saturates char sums).
 run "UCX cannot start: previous module np=2" cannot-start 120 -- -np 2 "${on[@]}" --mca op ^avx --mca coll_gpurdma_logical_nodes 1 \
     --mca coll_gpurdma_ucx_tls no_such_transport "$bin/allreduce_check" --quick
 
+# Repeated calls do no set-up, registration or allocation work (MPI_T counters, heap).
+run "counters np=2 node path, 1000 calls" used 120 -- -np 2 "${on[@]}" "$bin/counters_check"
+run "counters np=4 2x2 logical nodes, 1000 calls" used 300 -- -np 4 "${on[@]}" --mca coll_gpurdma_logical_nodes 2 \
+    "$bin/counters_check"
 run "lifecycle np=4, 1000 dup-free cycles" used 600 -- -np 4 "${on[@]}" "$bin/lifecycle_check"
 run "lifecycle np=4 2x2 logical nodes, 300 cycles" used 600 -- -np 4 "${on[@]}" --mca coll_gpurdma_logical_nodes 2 \
     "$bin/lifecycle_check" 300

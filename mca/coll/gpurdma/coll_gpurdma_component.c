@@ -5,9 +5,13 @@
 
 #include <string.h>
 
+#include <stddef.h>
+
+#include "opal/mca/base/mca_base_pvar.h"
 #include "opal/mca/base/mca_base_var.h"
 #include "opal/runtime/opal_progress.h"
 #include "opal/util/output.h"
+#include "opal/util/proc.h"
 
 mca_coll_gpurdma_globals_t mca_coll_gpurdma_globals = {
     .priority = 0,
@@ -42,8 +46,10 @@ static char *ucx_tls_param;
 static char *logical_nodes_param;
 static char *net_devices_param;
 static int cuda_param;
+static char *gdr_level_param;
 static size_t chunk_size_param;
 static size_t small_msg_param;
+static size_t node_chunk_param;
 static int slots_param;
 static double timeout_param;
 
@@ -51,6 +57,50 @@ static void reg(const char *name, const char *help, mca_base_var_type_t type, in
 {
     (void)mca_base_component_var_register(&mca_coll_gpurdma_component.collm_version, name, help, type,
                                           NULL, 0, 0, level, MCA_BASE_VAR_SCOPE_READONLY, storage);
+}
+
+/* MPI_T performance variables: the process totals of gpurdma's counters (ctx = the
+ * field's offset). Zero before the first communicator set-up. */
+static int read_counter(const struct mca_base_pvar_t *pvar, void *value, void *obj)
+{
+    (void)obj;
+    gpurdma_comm_stats_t totals;
+    memset(&totals, 0, sizeof totals);
+    if (mca_coll_gpurdma_globals.context) gpurdma_context_get_stats(mca_coll_gpurdma_globals.context, &totals);
+    uint64_t v;
+    memcpy(&v, (const char *)&totals + (size_t)(uintptr_t)pvar->ctx, sizeof v);
+    *(unsigned long long *)value = (unsigned long long)v;
+    return OMPI_SUCCESS;
+}
+
+static void register_counters(void)
+{
+    static const struct {
+        const char *name;
+        const char *help;
+        size_t offset;
+    } counters[] = {
+        {"calls", "MPI_Allreduce calls completed by gpurdma in this process", offsetof(gpurdma_comm_stats_t, calls)},
+        {"setups", "Communicator set-ups (exchanges of addresses, segments, registrations)",
+         offsetof(gpurdma_comm_stats_t, setups)},
+        {"registrations", "UCX memory registrations made (one per communicator that spans nodes)",
+         offsetof(gpurdma_comm_stats_t, registrations)},
+        {"shm_segments", "Node shared-memory segments created or attached (one per communicator)",
+         offsetof(gpurdma_comm_stats_t, shm_segments)},
+        {"bytes_put", "Payload bytes written to peers through slot channels (UCX and shared memory)",
+         offsetof(gpurdma_comm_stats_t, bytes_put)},
+        {"node_calls", "Calls that took the one-node shared-memory allreduce",
+         offsetof(gpurdma_comm_stats_t, node_calls)},
+        {"ring_calls", "Calls that took the ring", offsetof(gpurdma_comm_stats_t, ring_calls)},
+        {"rd_calls", "Calls that took recursive doubling", offsetof(gpurdma_comm_stats_t, rd_calls)},
+        {"hier_calls", "Calls that took the hierarchical allreduce", offsetof(gpurdma_comm_stats_t, hier_calls)},
+    };
+    for (size_t i = 0; i < sizeof counters / sizeof counters[0]; i++)
+        (void)mca_base_component_pvar_register(
+            &mca_coll_gpurdma_component.collm_version, counters[i].name, counters[i].help, OPAL_INFO_LVL_4,
+            MCA_BASE_PVAR_CLASS_COUNTER, MCA_BASE_VAR_TYPE_UNSIGNED_LONG_LONG, NULL, MCA_BASE_VAR_BIND_NO_OBJECT,
+            MCA_BASE_PVAR_FLAG_READONLY | MCA_BASE_PVAR_FLAG_CONTINUOUS, read_counter, NULL, NULL,
+            (void *)(uintptr_t)counters[i].offset);
 }
 
 static int gpurdma_register(void)
@@ -71,14 +121,20 @@ static int gpurdma_register(void)
     slots_param = d.slots;
     reg("slots", "Landing slots per peer channel, i.e. pipeline depth (1 .. 64)", MCA_BASE_VAR_TYPE_INT,
         OPAL_INFO_LVL_7, &slots_param);
+    node_chunk_param = d.node_chunk_size;
+    reg("node_chunk_size", "Block size in bytes of the one-node shared-memory allreduce (4096 .. 64 MiB, a "
+        "multiple of 64): the pipeline unit of its copy-in, reduce and copy-out", MCA_BASE_VAR_TYPE_SIZE_T,
+        OPAL_INFO_LVL_7, &node_chunk_param);
     small_msg_param = d.small_msg_max;
-    reg("small_msg_max", "Largest message in bytes for the latency path (recursive doubling); "
-        "larger ones use the ring", MCA_BASE_VAR_TYPE_SIZE_T, OPAL_INFO_LVL_7, &small_msg_param);
+    reg("small_msg_max", "Largest message in bytes for the latency path: the direct node allreduce "
+        "(one wait; with two ranks on the node, every size) and recursive doubling between nodes; "
+        "0 turns it off", MCA_BASE_VAR_TYPE_SIZE_T, OPAL_INFO_LVL_7, &small_msg_param);
     timeout_param = d.timeout_s;
     reg("timeout", "Seconds a collective waits on a peer before it fails with an error naming the "
         "stage and the peer", MCA_BASE_VAR_TYPE_DOUBLE, OPAL_INFO_LVL_6, &timeout_param);
     algorithm_param = (char *)"auto";
-    reg("algorithm", "Allreduce algorithm: auto (by message size and topology), ring, rd (recursive "
+    reg("algorithm", "Allreduce algorithm: auto (by message size and topology), node (one-node shared-memory "
+        "reduce-scatter/allgather; auto's choice when all ranks share a node), ring, rd (recursive "
         "doubling, messages up to chunk_size), hier (node reduce-scatter, per-rail allreduce between "
         "nodes, node allgather)", MCA_BASE_VAR_TYPE_STRING, OPAL_INFO_LVL_6, &algorithm_param);
     ucx_tls_param = (char *)"";
@@ -96,6 +152,12 @@ static int gpurdma_register(void)
     cuda_param = 1;
     reg("cuda", "1: recognise GPU (cudaMalloc) buffers when a CUDA driver is present (loaded at run time); "
         "0: never load the CUDA driver", MCA_BASE_VAR_TYPE_INT, OPAL_INFO_LVL_6, &cuda_param);
+    gdr_level_param = (char *)d.gdr_level;
+    reg("gdr_level", "Farthest GPU-to-NIC path over which GPU buffers may go by GPUDirect RDMA between "
+        "nodes, as NCCL_NET_GDR_LEVEL: LOC (same device), PIX (one PCIe bridge), PXB (several PCIe "
+        "bridges), PHB (through the CPU's PCIe host bridge) or SYS (across NUMA nodes); farther GPUs stage "
+        "through host memory", MCA_BASE_VAR_TYPE_STRING, OPAL_INFO_LVL_6, &gdr_level_param);
+    register_counters();
     return OMPI_SUCCESS;
 }
 
@@ -140,23 +202,50 @@ static void validated_config(gpurdma_config_t *c)
     else
         opal_output(0, "coll:gpurdma: coll_gpurdma_chunk_size=%zu is not a multiple of 64 in 4096..64 MiB; "
                     "using %zu", chunk_size_param, c->chunk_size);
+    if (node_chunk_param >= 4096 && node_chunk_param <= ((size_t)64 << 20) && node_chunk_param % 64 == 0)
+        c->node_chunk_size = node_chunk_param;
+    else
+        opal_output(0, "coll:gpurdma: coll_gpurdma_node_chunk_size=%zu is not a multiple of 64 in 4096..64 MiB; "
+                    "using %zu", node_chunk_param, c->node_chunk_size);
     if (slots_param >= 1 && slots_param <= 64) c->slots = slots_param;
     else opal_output(0, "coll:gpurdma: coll_gpurdma_slots=%d is not in 1..64; using %d", slots_param, c->slots);
-    c->small_msg_max = small_msg_param;
+    /* Each peer channel holds slots x chunk_size: 64 x 64 MiB would ask for 4 GiB per peer. */
+    if ((size_t)c->slots * c->chunk_size > ((size_t)1 << 30)) {
+        gpurdma_config_t d;
+        gpurdma_config_default(&d);
+        opal_output(0, "coll:gpurdma: coll_gpurdma_slots=%d x coll_gpurdma_chunk_size=%zu is over 1 GiB per peer; "
+                    "using %d slots", c->slots, c->chunk_size, d.slots);
+        c->slots = d.slots;
+    }
+    /* Above the largest chunk it could never apply (recursive doubling needs one slot): a
+     * negative value given on the command line arrives here as a huge size_t. */
+    if (small_msg_param <= ((size_t)64 << 20)) c->small_msg_max = small_msg_param;
+    else opal_output(0, "coll:gpurdma: coll_gpurdma_small_msg_max=%zu is not in 0..64 MiB; using %zu", small_msg_param,
+                     c->small_msg_max);
     if (timeout_param > 0 && timeout_param <= 86400) c->timeout_s = timeout_param;
     else opal_output(0, "coll:gpurdma: coll_gpurdma_timeout=%g is not in (0, 86400]; using %g", timeout_param,
                      c->timeout_s);
     const char *alg = algorithm_param ? algorithm_param : "auto";
-    if (0 == strcmp(alg, "auto") || 0 == strcmp(alg, "ring") || 0 == strcmp(alg, "rd") ||
+    if (0 == strcmp(alg, "auto") || 0 == strcmp(alg, "node") || 0 == strcmp(alg, "ring") || 0 == strcmp(alg, "rd") ||
         0 == strcmp(alg, "recursive_doubling") || 0 == strcmp(alg, "hier") || 0 == strcmp(alg, "hierarchical"))
         c->algorithm = alg;
     else
-        opal_output(0, "coll:gpurdma: coll_gpurdma_algorithm='%s' is not one of auto, ring, rd, hier; using auto", alg);
+        opal_output(0, "coll:gpurdma: coll_gpurdma_algorithm='%s' is not one of auto, node, ring, rd, hier; using auto", alg);
     c->ucx_tls = ucx_tls_param ? ucx_tls_param : "";
     c->logical_nodes = logical_nodes_param ? logical_nodes_param : "";
     c->net_devices = net_devices_param ? net_devices_param : "";
+    if (cuda_param != 0 && cuda_param != 1)
+        opal_output(0, "coll:gpurdma: coll_gpurdma_cuda=%d is not 0 or 1; using 1", cuda_param);
     c->cuda = cuda_param != 0;
+    /* The whole job's processes on this node, not just a communicator's: ranks of other
+     * communicators may be the ones our spinning would starve. */
+    c->local_processes = opal_process_info.num_local_peers + 1;
     mca_coll_gpurdma_globals.cuda = c->cuda;
+    if (gdr_level_param && gpurdma_gdr_level_valid(gdr_level_param))
+        c->gdr_level = gdr_level_param;
+    else
+        opal_output(0, "coll:gpurdma: coll_gpurdma_gdr_level='%s' is not one of LOC, PIX, PXB, PHB, SYS; using %s",
+                    gdr_level_param ? gdr_level_param : "", c->gdr_level);
 }
 
 bool mca_coll_gpurdma_ensure_context(void)
