@@ -43,6 +43,11 @@ void gpurdma_context::choose_rail()
     gpurdma::topo::parse_device_list(net_devices, &devices, &exclude);
     std::string why;
     rail_device = gpurdma::topo::choose_rail_device(gpurdma::topo::local_nics(&why), devices, exclude);
+    // A list that names devices but matches none here is most likely a typo: say so
+    // once, and let UCX choose rather than fail.
+    if (!devices.empty() && !exclude && rail_device.empty())
+        log.log(0, "coll_gpurdma_net_devices '%s' names no RDMA device of this host%s; UCX chooses the rail",
+                net_devices.c_str(), why.empty() ? "" : (" (" + why + ")").c_str());
 }
 
 gpurdma::transport::UcxContext *gpurdma_context::transport(std::string *why)

@@ -385,7 +385,10 @@ gpurdma_status_t gpurdma_comm::drive(Advance advance, Position position, Waiting
 {
     using gpurdma::exec::State;
     const double timeout = context->config.timeout_s;
-    auto last_change = std::chrono::steady_clock::now();
+    // The clock is read only once nothing has moved for a while: a small message
+    // completes without ever reading it.
+    std::chrono::steady_clock::time_point idle_since{};
+    bool idle_clock = false;
     auto last_pos = position();
     unsigned idle = 0;
     for (;;) {
@@ -394,7 +397,7 @@ gpurdma_status_t gpurdma_comm::drive(Advance advance, Position position, Waiting
         if (st == State::Failed) return fail(GPURDMA_ERR_TRANSPORT, waiting(true));
         if (position() != last_pos) {
             last_pos = position();
-            last_change = std::chrono::steady_clock::now();
+            idle_clock = false;
             idle = 0;
             continue;
         }
@@ -408,10 +411,15 @@ gpurdma_status_t gpurdma_comm::drive(Advance advance, Position position, Waiting
         // peer we wait for gets to run. Check the clock now and then.
         ++idle;
         if (oversubscribed_) std::this_thread::yield();
-        else cpu_relax();
+        else if (idle > 64) cpu_relax();  // the first polls at full speed: the peer is usually close
         if (idle % (oversubscribed_ ? 64 : 4096) != 0) continue;
         const auto now = std::chrono::steady_clock::now();
-        if (std::chrono::duration<double>(now - last_change).count() > timeout) {
+        if (!idle_clock) {
+            idle_since = now;
+            idle_clock = true;
+            continue;
+        }
+        if (std::chrono::duration<double>(now - idle_since).count() > timeout) {
             char secs[32];
             std::snprintf(secs, sizeof secs, "%.0f", timeout);
             return fail(GPURDMA_ERR_TIMEOUT, name + ": allreduce timed out after " + secs + " s in " + stage +

@@ -31,7 +31,8 @@ NodeAllreduce::NodeAllreduce(const transport::NodeArena &arena, int me, uint64_t
       count_(count),
       per_block_(std::max<size_t>(1, arena.layout().block / reduce::dtype_size(dtype))),
       blocks_((count + per_block_ - 1) / per_block_),
-      direct_(count * reduce::dtype_size(dtype) <= direct_max)
+      direct_(count * reduce::dtype_size(dtype) <= direct_max),
+      mail_(direct_ && blocks_ == 1 && count * reduce::dtype_size(dtype) <= transport::NodeArenaLayout::kMailBytes)
 {
 }
 
@@ -88,7 +89,11 @@ bool NodeAllreduce::try_post()
     const size_t elems = block_elems(b);
     const char *src = send_ + static_cast<size_t>(b) * per_block_ * elem_;
     char *in = arena_.input(me_, slot_of(b));
-    if (direct_) {
+    if (mail_) {
+        // Payload and flag in one cache line: a reader's one miss brings both.
+        std::memcpy(arena_.mail(me_, slot_of(b)), src, elems * elem_);
+        arena_.set_mail_seq(me_, slot_of(b), g + 1);
+    } else if (direct_) {
         std::memcpy(in, src, elems * elem_);
     } else {
         // Only the others' slices: my own is read from my buffer when I reduce it.
@@ -109,13 +114,20 @@ bool NodeAllreduce::try_reduce()
     const uint64_t b = reduced_;
     if (b >= posted_) return false;
     const uint64_t g = first_ + b;
-    if (lagging(NodeCounter::Posted, g + 1) >= 0) return false;
     const int slot = slot_of(b);
+    if (mail_) {
+        for (int j = 0; j < ranks_; ++j)
+            if (arena_.mail_seq(j, slot) != g + 1) return false;
+    } else if (lagging(NodeCounter::Posted, g + 1) >= 0) {
+        return false;
+    }
     const size_t elems = block_elems(b);
     const size_t block_off = static_cast<size_t>(b) * per_block_ * elem_;
     if (direct_) {
         // Everyone reduces the whole (small) block itself: no second wait.
-        fold(recv_ + block_off, elems * elem_, [&](int j) -> const char * { return arena_.input(j, slot); });
+        fold(recv_ + block_off, elems * elem_, [&](int j) -> const char * {
+            return mail_ ? arena_.mail(j, slot) : arena_.input(j, slot);
+        });
         arena_.store(me_, NodeCounter::Reduced, g + 1);
         arena_.store(me_, NodeCounter::Consumed, g + 1);
         ++reduced_;

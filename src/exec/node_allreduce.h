@@ -9,7 +9,7 @@
 // bits. Two waits per block whatever the rank count (a ring needs 2 (P-1)), and each
 // byte is copied about once in and once out, with reductions read from the arena.
 // Small messages take the direct form: every rank posts its whole block and reduces
-// all of it itself (one wait).
+// all of it itself (one wait). Tiny ones travel in the mailbox line with their flag.
 #pragma once
 
 #include <cstddef>
@@ -69,6 +69,7 @@ private:
     size_t per_block_;  // elements per full block
     uint64_t blocks_;
     bool direct_;
+    bool mail_;  // direct, one block, fits a mailbox line
     // Local progress: blocks posted, reduced, copied out (each <= the previous).
     uint64_t posted_ = 0;
     uint64_t reduced_ = 0;

@@ -1,6 +1,7 @@
 // Layout of the node's shared allreduce area (part of the node's shared segment):
-// per local rank one cache line of progress counters and `slots` input blocks, then
-// `slots` output blocks shared by all. Only rank i writes its counters and inputs;
+// per local rank one cache line of progress counters and `slots` mailbox lines (a
+// sequence number and a few bytes: a tiny message travels with its flag in one cache
+// line), then per rank `slots` input blocks, then `slots` output blocks shared by all. Only rank i writes its counters and inputs;
 // output block slices are written by their reducing rank. Counters only grow, so a
 // reader compares them with the block sequence number it needs.
 #pragma once
@@ -23,11 +24,18 @@ struct NodeArenaLayout {
 
     static size_t round_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
     static constexpr size_t kLine = 64;
+    static constexpr size_t kMailPayload = 16;  // payload offset in a mailbox line (16-byte aligned)
+    static constexpr size_t kMailBytes = kLine - kMailPayload;
 
-    size_t data_start() const { return round_up(static_cast<size_t>(ranks) * kLine, 4096); }
+    size_t lines_per_rank() const { return 1 + static_cast<size_t>(slots); }
+    size_t data_start() const { return round_up(static_cast<size_t>(ranks) * lines_per_rank() * kLine, 4096); }
     size_t counter_offset(int rank, NodeCounter c) const
     {
-        return static_cast<size_t>(rank) * kLine + static_cast<size_t>(c) * sizeof(uint64_t);
+        return static_cast<size_t>(rank) * lines_per_rank() * kLine + static_cast<size_t>(c) * sizeof(uint64_t);
+    }
+    size_t mailbox_offset(int rank, int slot) const
+    {
+        return (static_cast<size_t>(rank) * lines_per_rank() + 1 + static_cast<size_t>(slot)) * kLine;
     }
     size_t input_offset(int rank, int slot) const
     {
@@ -56,6 +64,21 @@ public:
         __atomic_store_n(counter(rank, c), value, __ATOMIC_RELEASE);
     }
     char *input(int rank, int slot) const { return base_ + layout_.input_offset(rank, slot); }
+    // A mailbox: its sequence word (block + 1 once the payload is there) and payload.
+    uint64_t mail_seq(int rank, int slot) const
+    {
+        return __atomic_load_n(reinterpret_cast<uint64_t *>(base_ + layout_.mailbox_offset(rank, slot)),
+                               __ATOMIC_ACQUIRE);
+    }
+    void set_mail_seq(int rank, int slot, uint64_t value) const
+    {
+        __atomic_store_n(reinterpret_cast<uint64_t *>(base_ + layout_.mailbox_offset(rank, slot)), value,
+                         __ATOMIC_RELEASE);
+    }
+    char *mail(int rank, int slot) const
+    {
+        return base_ + layout_.mailbox_offset(rank, slot) + NodeArenaLayout::kMailPayload;
+    }
     char *output(int slot) const { return base_ + layout_.output_offset(slot); }
 
 private:

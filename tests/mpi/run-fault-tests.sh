@@ -269,7 +269,7 @@ badcfg logical_nodes "1,1" "does not add up" used
 badcfg net_devices "a;b" "net_devices 'a;b' is not a list" declined
 badcfg net_devices "^" "net_devices '\\^' is not a list" declined
 badcfg net_devices ",," "net_devices ',,' is not a list" declined
-badcfg net_devices "mlx5_9:1" "" used --mca coll_gpurdma_logical_nodes 1
+badcfg net_devices "mlx5_9:1" "net_devices 'mlx5_9:1' names no RDMA device" used --mca coll_gpurdma_logical_nodes 1
 badcfg ucx_tls "no_such_tl" "declined.*cannot start UCX" declined --mca coll_gpurdma_logical_nodes 1
 badcfg ucx_tls ",,," "declined.*cannot start UCX" declined --mca coll_gpurdma_logical_nodes 1
 badcfg cuda 7 "cuda=7 is not 0 or 1" used
