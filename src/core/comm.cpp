@@ -101,9 +101,9 @@ void gpurdma_comm::log_summary(std::chrono::steady_clock::time_point t0) const
                          "%s: %d ranks on 1 host, %s; shared memory, no UCX; node allreduce in %s blocks x %d "
                          "slots: %s; %s; set-up %.1f ms",
                          name.c_str(), size, topo_.summary().c_str(), format_bytes(p.node_chunk).c_str(), cfg.slots,
-                         node_direct_max() == SIZE_MAX
+                         node_direct_max_ == SIZE_MAX
                              ? "direct at every size (one wait per block, everyone reduces all)"
-                             : ("direct up to " + format_bytes(node_direct_max()) +
+                             : ("direct up to " + format_bytes(node_direct_max_) +
                                 " (one wait, everyone reduces all), above: reduce-scatter/allgather (two waits)")
                                    .c_str(),
                          oversubscribed_ ? "more ranks than cores: yield when idle" : "spin when idle", ms);
@@ -205,16 +205,6 @@ size_t gpurdma_comm::channel_bytes() const
                                                           context->config.chunk_size);
 }
 
-// Largest message for the node allreduce's direct form (everyone reduces all, one
-// wait). With two ranks it moves the same bytes per rank as reduce-scatter/allgather
-// and waits half as often: measured faster at every size here (1 MiB: 91 against
-// 126 us), so it takes everything unless the latency path is off (small_msg_max 0).
-size_t gpurdma_comm::node_direct_max() const
-{
-    const size_t small = context->plan.small_msg_max;
-    return arena_layout().ranks == 2 && small > 0 ? SIZE_MAX : small;
-}
-
 gpurdma::transport::NodeArenaLayout gpurdma_comm::arena_layout() const
 {
     gpurdma::transport::NodeArenaLayout l;
@@ -233,6 +223,12 @@ bool gpurdma_comm::setup_local(const std::vector<std::string> &hosts, std::strin
     if (!warning.empty() && rank == 0) context->log.log(0, "%s: %s", name.c_str(), warning.c_str());
     const auto &members = topo_.members[static_cast<size_t>(topo_.node_of[rank])];
     node_path_ = gpurdma::plan::uses_node_allreduce(topo_, context->plan);
+    // The node allreduce's direct form (everyone reduces all, one wait). With two ranks
+    // it moves the same bytes per rank as reduce-scatter/allgather and waits half as
+    // often: measured faster at every size here (1 MiB: 91 against 126 us), so it takes
+    // everything unless the latency path is off (small_msg_max 0).
+    const size_t small = context->plan.small_msg_max;
+    node_direct_max_ = members.size() == 2 && small > 0 ? SIZE_MAX : small;
     node_index_ = static_cast<int>(std::lower_bound(members.begin(), members.end(), rank) - members.begin());
     oversubscribed_ = std::max(static_cast<int>(members.size()), context->config.local_processes) > usable_cpus();
     const size_t segment_bytes = channel_bytes() + (node_path_ ? arena_layout().bytes() : 0);
@@ -456,7 +452,12 @@ gpurdma_status_t gpurdma_comm::run_node(const void *sendbuf, void *recvbuf, size
                                         gpurdma_op_t op)
 {
     gpurdma::exec::NodeAllreduce node(*node_arena_, node_index_, next_block_, op, dtype, sendbuf, recvbuf, count,
-                                      node_direct_max());
+                                      node_direct_max_);
+    if (context->log.enabled(2))
+        context->log.log(2, "%s: allreduce %zu x %s %s: node allreduce%s (call %llu; registrations so far %llu)",
+                         name.c_str(), count, gpurdma_dtype_name(dtype), gpurdma_op_name(op),
+                         node.direct() ? ", direct" : "", static_cast<unsigned long long>(stats.calls + 1),
+                         static_cast<unsigned long long>(stats.registrations));
     const auto &members = topo_.members[static_cast<size_t>(topo_.node_of[rank])];
     auto waiting = [&](bool) -> std::string {
         int local = -1;
@@ -532,13 +533,6 @@ gpurdma_status_t gpurdma_comm::allreduce(const void *sendbuf, void *recvbuf, siz
     const gpurdma_status_t st = ensure_setup();
     if (st != GPURDMA_OK) return st;
     if (node_path_) {
-        if (context->log.enabled(2))
-            context->log.log(2, "%s: allreduce %zu x %s %s: node allreduce%s (call %llu; registrations so far %llu)",
-                             name.c_str(), count, gpurdma_dtype_name(dtype), gpurdma_op_name(op),
-                             count * elem <= node_direct_max() ? ", direct" 
-                                 : "",
-                             static_cast<unsigned long long>(stats.calls + 1),
-                             static_cast<unsigned long long>(stats.registrations));
         const gpurdma_status_t ns = run_node(in_place ? nullptr : sendbuf, recvbuf, count, dtype, op);
         if (ns != GPURDMA_OK) return ns;
         tally(&gpurdma_comm_stats_t::calls);

@@ -64,7 +64,6 @@ private:
     gpurdma_status_t drive(Advance advance, Position position, Waiting waiting, const char *stage);
     size_t channel_bytes() const;
     gpurdma::transport::NodeArenaLayout arena_layout() const;
-    size_t node_direct_max() const;
     gpurdma_status_t fail(gpurdma_status_t status, const std::string &message);
     // Adds n to a counter of this communicator and to the process totals.
     void tally(uint64_t gpurdma_comm_stats_t::*field, uint64_t n = 1);
@@ -85,6 +84,7 @@ private:
     bool node_path_ = false;
     std::optional<gpurdma::transport::NodeArena> node_arena_;
     int node_index_ = 0;       // my index among the node's ranks
+    size_t node_direct_max_ = 0;  // largest message for the direct form (set up once)
     uint64_t next_block_ = 0;  // sequence number of the next arena block
     bool oversubscribed_ = false; // more ranks on this node than cores: yield when idle
     std::vector<char> stage_send_;  // host copies of GPU buffers (kept between calls)

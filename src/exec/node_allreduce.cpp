@@ -58,6 +58,23 @@ size_t NodeAllreduce::block_elems(uint64_t b) const
     return std::min(per_block_, count_ - static_cast<size_t>(b) * per_block_);
 }
 
+size_t NodeAllreduce::block_offset(uint64_t b) const
+{
+    return static_cast<size_t>(b) * per_block_ * elem_;
+}
+
+// The slices of a block of `elems` elements that other ranks reduce: posted from my
+// data into my input slot, and later copied from the output into my buffer.
+void NodeAllreduce::copy_other_slices(char *dst, const char *src, size_t elems) const
+{
+    for (int i = 0; i < ranks_; ++i) {
+        if (i == me_) continue;
+        size_t first = 0, n = 0;
+        slice(elems, elem_, ranks_, i, &first, &n);
+        if (n) std::memcpy(dst + first * elem_, src + first * elem_, n * elem_);
+    }
+}
+
 int NodeAllreduce::lagging(NodeCounter c, uint64_t need) const
 {
     for (int j = 0; j < ranks_; ++j)
@@ -87,7 +104,7 @@ bool NodeAllreduce::try_post()
     // The slot last held block g - slots: every rank must be done with it.
     if (g + 1 > slots && lagging(NodeCounter::Consumed, g + 1 - slots) >= 0) return false;
     const size_t elems = block_elems(b);
-    const char *src = send_ + static_cast<size_t>(b) * per_block_ * elem_;
+    const char *src = send_ + block_offset(b);
     char *in = arena_.input(me_, slot_of(b));
     if (mail_) {
         // Payload and flag in one cache line: a reader's one miss brings both.
@@ -97,12 +114,7 @@ bool NodeAllreduce::try_post()
         std::memcpy(in, src, elems * elem_);
     } else {
         // Only the others' slices: my own is read from my buffer when I reduce it.
-        for (int i = 0; i < ranks_; ++i) {
-            if (i == me_) continue;
-            size_t first = 0, n = 0;
-            slice(elems, elem_, ranks_, i, &first, &n);
-            if (n) std::memcpy(in + first * elem_, src + first * elem_, n * elem_);
-        }
+        copy_other_slices(in, src, elems);
     }
     arena_.store(me_, NodeCounter::Posted, g + 1);
     ++posted_;
@@ -122,7 +134,7 @@ bool NodeAllreduce::try_reduce()
         return false;
     }
     const size_t elems = block_elems(b);
-    const size_t block_off = static_cast<size_t>(b) * per_block_ * elem_;
+    const size_t block_off = block_offset(b);
     if (direct_) {
         // Everyone reduces the whole (small) block itself: no second wait.
         fold(recv_ + block_off, elems * elem_, [&](int j) -> const char * {
@@ -158,15 +170,7 @@ bool NodeAllreduce::try_copy_out()
     if (b >= reduced_) return false;
     const uint64_t g = first_ + b;
     if (lagging(NodeCounter::Reduced, g + 1) >= 0) return false;
-    const size_t elems = block_elems(b);
-    const size_t block_off = static_cast<size_t>(b) * per_block_ * elem_;
-    const char *out = arena_.output(slot_of(b));
-    for (int i = 0; i < ranks_; ++i) {
-        if (i == me_) continue;
-        size_t first = 0, n = 0;
-        slice(elems, elem_, ranks_, i, &first, &n);
-        if (n) std::memcpy(recv_ + block_off + first * elem_, out + first * elem_, n * elem_);
-    }
+    copy_other_slices(recv_ + block_offset(b), arena_.output(slot_of(b)), block_elems(b));
     arena_.store(me_, NodeCounter::Consumed, g + 1);
     ++copied_;
     return true;

@@ -53,6 +53,8 @@ private:
     int lagging(transport::NodeCounter c, uint64_t need) const;
     int slot_of(uint64_t block) const;
     size_t block_elems(uint64_t b) const;
+    size_t block_offset(uint64_t b) const;  // bytes into the user buffers
+    void copy_other_slices(char *dst, const char *src, size_t elems) const;
     template <typename Source>
     void fold(char *dst, size_t bytes, Source source) const;
 

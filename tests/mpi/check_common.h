@@ -9,10 +9,12 @@
 
 #include <mpi.h>
 
+#include <dirent.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #ifndef PROGRAM
 #error "define PROGRAM before including check_common.h"
@@ -28,7 +30,7 @@ static long long g_passed, g_failed;
 static long long max_printed_failures = 5;
 
 /* Record a failure; the first max_printed_failures on each rank are printed. */
-static void fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void fail(const char *fmt, ...) __attribute__((format(printf, 1, 2), unused));
 static void fail(const char *fmt, ...)
 {
     if (g_failed++ < max_printed_failures) {
@@ -51,6 +53,35 @@ static __attribute__((unused)) void *xmalloc(size_t n)
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
     return p;
+}
+
+/* Resident set size in KiB, from /proc/self/statm (-1 if unavailable). */
+static __attribute__((unused)) long rss_kib(void)
+{
+    long size, resident;
+    FILE *f = fopen("/proc/self/statm", "r");
+    if (!f)
+        return -1;
+    if (fscanf(f, "%ld %ld", &size, &resident) != 2)
+        resident = -1;
+    fclose(f);
+    return resident < 0 ? -1 : resident * (sysconf(_SC_PAGESIZE) / 1024);
+}
+
+/* Open file descriptors: entries of /proc/self/fd, not counting the one that
+ * reads the directory (-1 if unavailable). */
+static __attribute__((unused)) long open_fds(void)
+{
+    long n = 0;
+    struct dirent *d;
+    DIR *dir = opendir("/proc/self/fd");
+    if (!dir)
+        return -1;
+    while ((d = readdir(dir)) != NULL)
+        if (d->d_name[0] != '.')
+            n++;
+    closedir(dir);
+    return n - 1;
 }
 
 /* Sum {passed, failed, extra} over MPI_COMM_WORLD into totals; on error, this

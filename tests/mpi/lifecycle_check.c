@@ -24,36 +24,7 @@
 #define BIG_COUNT 4096
 #define RSS_LIMIT_KIB (8 * 1024)
 
-#include "check_common.h" /* fail, summary */
-
-/* Resident set size in KiB, from /proc/self/statm (-1 if unavailable). */
-static long rss_kib(void)
-{
-    long size, resident;
-    FILE *f = fopen("/proc/self/statm", "r");
-    if (!f)
-        return -1;
-    if (fscanf(f, "%ld %ld", &size, &resident) != 2)
-        resident = -1;
-    fclose(f);
-    return resident < 0 ? -1 : resident * (sysconf(_SC_PAGESIZE) / 1024);
-}
-
-/* Open file descriptors: entries of /proc/self/fd, not counting the one that
- * reads the directory (-1 if unavailable). */
-static long open_fds(void)
-{
-    long n = 0;
-    struct dirent *d;
-    DIR *dir = opendir("/proc/self/fd");
-    if (!dir)
-        return -1;
-    while ((d = readdir(dir)) != NULL)
-        if (d->d_name[0] != '.')
-            n++;
-    closedir(dir);
-    return n - 1;
-}
+#include "check_common.h" /* fail, summary, rss_kib, open_fds */
 
 /* One cycle: dup, two checked allreduces, free. */
 static void cycle(int c, int size, int *in, int *out)

@@ -23,31 +23,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#define PROGRAM "load_check"
+#include "check_common.h" /* summary, rss_kib, open_fds */
+
 #define LARGE_COUNT (4 << 20) /* ints: 16 MiB */
-
-static long vmrss_kib(void)
-{
-    char line[256];
-    long kib = -1;
-    FILE *f = fopen("/proc/self/status", "r");
-    if (!f) return -1;
-    while (fgets(line, sizeof line, f))
-        if (sscanf(line, "VmRSS: %ld kB", &kib) == 1) break;
-    fclose(f);
-    return kib;
-}
-
-static long open_fds(void)
-{
-    long n = 0;
-    struct dirent *d;
-    DIR *dir = opendir("/proc/self/fd");
-    if (!dir) return -1;
-    while ((d = readdir(dir)) != NULL)
-        if (d->d_name[0] != '.') n++;
-    closedir(dir);
-    return n - 1; /* the directory's own descriptor */
-}
 
 static int rank, size, failed, printed;
 
@@ -115,6 +94,7 @@ int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    g_world_rank = rank;
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     const long long small = argc > 1 ? atoll(argv[1]) : 100000;
     const long long large = argc > 2 ? atoll(argv[2]) : 500;
@@ -128,7 +108,7 @@ int main(int argc, char **argv)
     double t0 = MPI_Wtime();
     for (long long c = 0; c < small; c++) {
         if (c == (small >= 20 ? small / 10 : 1)) {
-            rss0 = vmrss_kib();
+            rss0 = rss_kib();
             fd0 = open_fds();
         }
         int64_t in = c * 1000003LL + rank, out = -1;
@@ -144,7 +124,7 @@ int main(int argc, char **argv)
     }
     double secs = MPI_Wtime() - t0;
     if (small > 0) {
-        if (compare("8-byte", rss0, fd0, vmrss_kib(), open_fds(), rss_limit_kib, secs, small)) failed++;
+        if (compare("8-byte", rss0, fd0, rss_kib(), open_fds(), rss_limit_kib, secs, small)) failed++;
         else passed++;
     }
 
@@ -161,7 +141,7 @@ int main(int argc, char **argv)
         t0 = MPI_Wtime();
         for (long long c = 0; c < large; c++) {
             if (c == (large >= 20 ? large / 10 : 1)) {
-                rss0 = vmrss_kib();
+                rss0 = rss_kib();
                 fd0 = open_fds();
             }
             /* One element per call carries the call number. */
@@ -184,17 +164,16 @@ int main(int argc, char **argv)
             }
         }
         secs = MPI_Wtime() - t0;
-        if (compare("16 MiB", rss0, fd0, vmrss_kib(), open_fds(), rss_limit_kib, secs, large)) failed++;
+        if (compare("16 MiB", rss0, fd0, rss_kib(), open_fds(), rss_limit_kib, secs, large)) failed++;
         else passed++;
         free(in);
         free(out);
     }
 
-    int total_failed = 0, total_passed = 0;
-    MPI_Allreduce(&failed, &total_failed, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-    MPI_Allreduce(&passed, &total_passed, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-    if (rank == 0) printf("load_check: %d passed, %d failed\n", total_passed, total_failed);
     free(pids);
-    MPI_Finalize();
-    return total_failed ? 1 : 0;
+    g_passed = passed;
+    g_failed = failed;
+    long long totals[3];
+    check_totals(0, totals);
+    return check_finish(totals); /* MPI_Finalize */
 }

@@ -38,6 +38,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#define PROGRAM "stuck_peer_check"
+#include "check_common.h" /* summary */
+
 static double now_unix(void)
 {
     struct timespec ts;
@@ -50,6 +53,7 @@ int main(int argc, char **argv)
     MPI_Init(&argc, &argv);
     int rank, size;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    g_world_rank = rank;
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     if (argc < 6 || (strcmp(argv[1], "stop") && strcmp(argv[1], "kill") && strcmp(argv[1], "stream"))) {
         if (rank == 0) fprintf(stderr, "usage: %s stop|kill|stream VICTIM AT COUNT TIMEOUT [CALLS]\n", argv[0]);
@@ -184,14 +188,13 @@ int main(int argc, char **argv)
         }
     }
     MPI_Barrier(MPI_COMM_WORLD);
-    int total_failed = 0, total_passed = 0;
-    MPI_Allreduce(&failed, &total_failed, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-    MPI_Allreduce(&passed, &total_passed, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-    if (rank == 0) printf("stuck_peer_check: %d passed, %d failed\n", total_passed, total_failed);
     free(in);
     free(out);
     free(pids);
     MPI_Comm_free(&comm);
-    MPI_Finalize();
-    return total_failed ? 1 : 0;
+    g_passed = passed;
+    g_failed = failed;
+    long long totals[3];
+    check_totals(0, totals);
+    return check_finish(totals); /* MPI_Finalize */
 }
