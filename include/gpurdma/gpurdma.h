@@ -125,6 +125,8 @@ typedef struct gpurdma_config {
     const char *net_devices;  /* "" nearest RDMA NIC; "mlx5_0:1,..." or "^dev" to restrict; "none" */
     int cuda;                 /* 1: recognise GPU buffers if a CUDA driver is present; 0: never load it */
     int local_processes;      /* processes of the job on this node (0: unknown): more than cores means yield when idle */
+    double spin_us;           /* a wait longer than this (microseconds) yields the core while it waits; negative:
+                                 spin until done unless local_processes says the node is oversubscribed */
     const char *gdr_level;    /* farthest GPU-NIC path for GPUDirect RDMA: LOC, PIX, PXB, PHB or SYS
                                  (NCCL_NET_GDR_LEVEL's scale); the string must outlive the context */
     gpurdma_log_fn_t log;     /* may be NULL */

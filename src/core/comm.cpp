@@ -87,6 +87,16 @@ gpurdma_comm::~gpurdma_comm()
     release_transports();
 }
 
+std::string gpurdma_comm::wait_policy() const
+{
+    if (oversubscribed_) return "more ranks than cores: yield when idle";
+    const double us = context->config.spin_us;
+    if (us < 0) return "spin when idle";
+    char text[64];
+    std::snprintf(text, sizeof text, "spin when idle, yield after %g us", us);
+    return text;
+}
+
 void gpurdma_comm::log_summary(std::chrono::steady_clock::time_point t0) const
 {
     using gpurdma::plan::algorithm_name;
@@ -106,16 +116,16 @@ void gpurdma_comm::log_summary(std::chrono::steady_clock::time_point t0) const
                              : ("direct up to " + format_bytes(node_direct_max_) +
                                 " (one wait, everyone reduces all), above: reduce-scatter/allgather (two waits)")
                                    .c_str(),
-                         oversubscribed_ ? "more ranks than cores: yield when idle" : "spin when idle", ms);
+                         wait_policy().c_str(), ms);
         return;
     }
     context->log.log(1,
                      "%s: %d ranks on %zu host(s), %s; intra-node: shared memory, inter-node: UCX RMA; "
-                     "up to %s: %s, above: %s (%s chunks x %d slots); set-up %.1f ms",
+                     "up to %s: %s, above: %s (%s chunks x %d slots); %s; set-up %.1f ms",
                      name.c_str(), size, distinct.size(), topo_.summary().c_str(), format_bytes(small).c_str(),
                      algorithm_name(choose_algorithm(topo_, small, p)),
                      algorithm_name(choose_algorithm(topo_, p.chunk_size + 1, p)), format_bytes(p.chunk_size).c_str(),
-                     cfg.slots, ms);
+                     cfg.slots, wait_policy().c_str(), ms);
     if (topo_.nodes() < 2) return;
     // One line per node: its ranks and which rank carries each slice (rail) between nodes.
     for (int k = 0; k < topo_.nodes(); ++k) {
@@ -387,6 +397,8 @@ gpurdma_status_t gpurdma_comm::drive(Advance advance, Position position, Waiting
     bool idle_clock = false;
     auto last_pos = position();
     unsigned idle = 0;
+    bool yielding = oversubscribed_;
+    const double spin_s = context->config.spin_us * 1e-6;
     for (;;) {
         const State st = advance();
         if (st == State::Done) return GPURDMA_OK;
@@ -395,6 +407,7 @@ gpurdma_status_t gpurdma_comm::drive(Advance advance, Position position, Waiting
             last_pos = position();
             idle_clock = false;
             idle = 0;
+            yielding = oversubscribed_;
             continue;
         }
         if (ucx_ && context->ucx->progress() != 0) {
@@ -404,18 +417,21 @@ gpurdma_status_t gpurdma_comm::drive(Advance advance, Position position, Waiting
         // Nothing moved. While every local rank has a core of its own, spin: a yield
         // would hand the core to any other runnable process for a whole time slice
         // (milliseconds). With more local ranks than cores, yield at once so that the
-        // peer we wait for gets to run. Check the clock now and then.
+        // peer we wait for gets to run. A wait longer than the spin budget means the
+        // peer is not running either (other "nodes" or jobs share the cores): yield too.
         ++idle;
-        if (oversubscribed_) std::this_thread::yield();
+        if (yielding) std::this_thread::yield();
         else if (idle > 64) cpu_relax();  // the first polls at full speed: the peer is usually close
-        if (idle % (oversubscribed_ ? 64 : 4096) != 0) continue;
+        if (idle % 16 != 1) continue;
         const auto now = std::chrono::steady_clock::now();
         if (!idle_clock) {
             idle_since = now;
             idle_clock = true;
             continue;
         }
-        if (std::chrono::duration<double>(now - idle_since).count() > timeout) {
+        const double idle_s = std::chrono::duration<double>(now - idle_since).count();
+        if (!yielding && spin_s >= 0 && idle_s > spin_s) yielding = true;
+        if (idle_s > timeout) {
             char secs[32];
             std::snprintf(secs, sizeof secs, "%.0f", timeout);
             return fail(GPURDMA_ERR_TIMEOUT, name + ": allreduce timed out after " + secs + " s in " + stage +

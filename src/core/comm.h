@@ -52,6 +52,7 @@ private:
     void release_transports();
     std::vector<int> remote_peers(int r) const;
     void log_summary(std::chrono::steady_clock::time_point t0) const;
+    std::string wait_policy() const;  // spin or yield, for the set-up line
     bool exchange(const std::string &mine, std::vector<std::string> *all);
     const gpurdma::plan::Schedule &schedule_for(size_t count, size_t elem_size, bool in_place);
     gpurdma_status_t run(const gpurdma::plan::Schedule &schedule, const void *sendbuf, void *recvbuf,

@@ -16,6 +16,7 @@ extern "C" void gpurdma_config_default(gpurdma_config_t *config)
     config->logical_nodes = "";
     config->net_devices = "";
     config->cuda = 1;
+    config->spin_us = 20.0;
     config->gdr_level = "PXB";
     config->log = nullptr;
 }

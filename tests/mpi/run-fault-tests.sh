@@ -273,6 +273,9 @@ badcfg net_devices "mlx5_9:1" "net_devices 'mlx5_9:1' names no RDMA device" used
 badcfg ucx_tls "no_such_tl" "declined.*cannot start UCX" declined --mca coll_gpurdma_logical_nodes 1
 badcfg ucx_tls ",,," "declined.*cannot start UCX" declined --mca coll_gpurdma_logical_nodes 1
 badcfg cuda 7 "cuda=7 is not 0 or 1" used
+badcfg spin_us 1e9 "spin_us=1e\\+09 is over 1 s" used
+badcfg spin_us nan "spin_us=nan is over 1 s" used
+badcfg spin_us -1 "" used
 badcfg cuda -1 "cuda=-1 is not 0 or 1" used
 
 # ------------------------------------------------------------------ exhaustion

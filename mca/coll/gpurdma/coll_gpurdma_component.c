@@ -52,6 +52,7 @@ static size_t small_msg_param;
 static size_t node_chunk_param;
 static int slots_param;
 static double timeout_param;
+static double spin_param;
 
 static void reg(const char *name, const char *help, mca_base_var_type_t type, int level, void *storage)
 {
@@ -132,6 +133,11 @@ static int gpurdma_register(void)
     timeout_param = d.timeout_s;
     reg("timeout", "Seconds a collective waits on a peer before it fails with an error naming the "
         "stage and the peer", MCA_BASE_VAR_TYPE_DOUBLE, OPAL_INFO_LVL_6, &timeout_param);
+    spin_param = d.spin_us;
+    reg("spin_us", "Microseconds a rank waits for a peer by spinning before it starts yielding its core "
+        "(sched_yield) for the rest of that wait: a longer wait means the peer is not running, e.g. other "
+        "hosts' or jobs' processes share the cores. Negative: spin until done. Ranks that outnumber the "
+        "node's cores always yield", MCA_BASE_VAR_TYPE_DOUBLE, OPAL_INFO_LVL_7, &spin_param);
     algorithm_param = (char *)"auto";
     reg("algorithm", "Allreduce algorithm: auto (by message size and topology), node (one-node shared-memory "
         "reduce-scatter/allgather; auto's choice when all ranks share a node), ring, rd (recursive "
@@ -225,6 +231,8 @@ static void validated_config(gpurdma_config_t *c)
     if (timeout_param > 0 && timeout_param <= 86400) c->timeout_s = timeout_param;
     else opal_output(0, "coll:gpurdma: coll_gpurdma_timeout=%g is not in (0, 86400]; using %g", timeout_param,
                      c->timeout_s);
+    if (spin_param <= 1e6) c->spin_us = spin_param;
+    else opal_output(0, "coll:gpurdma: coll_gpurdma_spin_us=%g is over 1 s; using %g", spin_param, c->spin_us);
     const char *alg = algorithm_param ? algorithm_param : "auto";
     if (0 == strcmp(alg, "auto") || 0 == strcmp(alg, "node") || 0 == strcmp(alg, "ring") || 0 == strcmp(alg, "rd") ||
         0 == strcmp(alg, "recursive_doubling") || 0 == strcmp(alg, "hier") || 0 == strcmp(alg, "hierarchical"))
