@@ -37,6 +37,11 @@ uint64_t SlotChannels::load(size_t offset) const
     return __atomic_load_n(reinterpret_cast<const uint64_t *>(base_ + offset), __ATOMIC_ACQUIRE);
 }
 
+void SlotChannels::store(size_t offset, uint64_t value)
+{
+    __atomic_store_n(reinterpret_cast<uint64_t *>(base_ + offset), value, __ATOMIC_RELEASE);
+}
+
 Poll SlotChannels::try_send(int peer, const void *src, size_t bytes)
 {
     const int i = link_index(peer);

@@ -55,6 +55,9 @@ protected:
 
     int link_index(int peer) const;
     uint64_t load(size_t offset) const;
+    // Publishes a flag or credit word of our own region (release: after the data).
+    void store(size_t offset, uint64_t value);
+    char *region() const { return base_; }
 
     int rank_;
     int size_;

@@ -1,6 +1,7 @@
 #include "transport/ucx_channels.h"
 
 #include <algorithm>
+#include <cstring>
 #include <stdexcept>
 
 namespace gpurdma::transport {
@@ -12,12 +13,17 @@ UcxChannels::UcxChannels(UcxContext &context, int rank, int size, const PeerList
     region_ = std::make_unique<RegisteredRegion>(context.context(), layout_.bytes());
     attach_region(region_->base());
     remotes_.resize(links_.size());
-    for (auto &r : remotes_) r.flag_values.assign(static_cast<size_t>(slots), 0);
+    for (auto &r : remotes_) {
+        r.flag_values.assign(static_cast<size_t>(slots), 0);
+        r.data_headers.assign(static_cast<size_t>(slots), AmHeader{});
+    }
+    context_.add_sink(reinterpret_cast<uint64_t>(region_->base()), this);
 }
 
 UcxChannels::~UcxChannels()
 {
     // Requests still referencing our words must finish before they go.
+    context_.remove_sink(reinterpret_cast<uint64_t>(region_->base()));
     for (auto &p : pending_) context_.wait(p.request, 1.0);
     pending_.clear();
     remotes_.clear();  // keys before endpoints, both before our region
@@ -47,6 +53,7 @@ void UcxChannels::connect(const std::vector<UcxPeerInfo> &peers, const std::vect
         } catch (const std::exception &e) {
             throw std::runtime_error("remote key of " + who + ": " + e.what());
         }
+        remotes_[i].message_max = remotes_[i].ep->rma_emulated() ? layout_.slot_size : kActiveMessageMax;
     }
 }
 
@@ -67,15 +74,61 @@ bool UcxChannels::put(const Link &l, const void *src, size_t bytes, size_t remot
                  ucs_status_string(UCS_PTR_STATUS(req));
         return false;
     }
-    if (req != nullptr) {
-        const char *lo = static_cast<const char *>(src);
-        pending_.push_back(Pending{req, user_source ? lo : nullptr, user_source ? lo + bytes : nullptr, l.rank});
-    }
+    if (req != nullptr) track(req, user_source ? src : nullptr, bytes, l.rank);
     return true;
+}
+
+void UcxChannels::track(void *request, const void *src, size_t bytes, int peer)
+{
+    const char *lo = static_cast<const char *>(src);
+    pending_.push_back(Pending{request, lo, lo ? lo + bytes : nullptr, peer});
+}
+
+bool UcxChannels::send_message(const Link &l, const AmHeader &header, const void *src, size_t bytes)
+{
+    ucp_request_param_t param{};
+    param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+    param.flags = UCP_AM_SEND_FLAG_EAGER;  // the handler needs the data in hand
+    const ucs_status_ptr_t req =
+        ucp_am_send_nbx(remote_of(l).ep->get(), UcxContext::kAmId, &header, sizeof header, src, bytes, &param);
+    if (UCS_PTR_IS_ERR(req)) {
+        error_ = "active message of " + std::to_string(bytes) + " bytes to rank " + std::to_string(l.rank) + ": " +
+                 ucs_status_string(UCS_PTR_STATUS(req));
+        return false;
+    }
+    if (req != nullptr) track(req, bytes ? src : nullptr, bytes, l.rank);
+    return true;
+}
+
+void UcxChannels::on_message(const AmHeader &h, const void *data, size_t bytes)
+{
+    // Checked against our own layout: a malformed message must not write outside it.
+    if (h.index < 0 || h.index >= layout_.neighbors) return;
+    if (h.kind == AmHeader::Credit) {
+        const size_t at = layout_.credit_offset(h.index);
+        if (h.value > load(at)) store(at, h.value);  // credits only grow
+        return;
+    }
+    if (h.kind != AmHeader::Data || h.slot >= static_cast<uint32_t>(layout_.slots) || bytes > layout_.slot_size)
+        return;
+    if (bytes > 0) std::memcpy(region() + layout_.data_offset(h.index, static_cast<int>(h.slot)), data, bytes);
+    store(layout_.flag_offset(h.index, static_cast<int>(h.slot)), h.value);
 }
 
 Poll UcxChannels::deliver(Link &l, int slot, const void *src, size_t bytes, uint64_t flag)
 {
+    Remote &rm = remote_of(l);
+    if (bytes <= rm.message_max) {
+        // The header must outlive the send: one per slot, reused only once the
+        // receiver has returned the slot.
+        AmHeader &h = rm.data_headers[static_cast<size_t>(slot)];
+        h.target = rm.region->base();
+        h.kind = AmHeader::Data;
+        h.index = l.index_there;
+        h.slot = static_cast<uint32_t>(slot);
+        h.value = flag;
+        return send_message(l, h, src, bytes) ? Poll::Done : Poll::Failed;
+    }
     if (bytes > 0 && !put(l, src, bytes, l.remote.data_offset(l.index_there, slot), true)) return Poll::Failed;
     // The flag must not become visible before the data it announces.
     const ucs_status_t st = ucp_worker_fence(context_.worker());
@@ -83,7 +136,6 @@ Poll UcxChannels::deliver(Link &l, int slot, const void *src, size_t bytes, uint
         error_ = "fence toward rank " + std::to_string(l.rank) + ": " + ucs_status_string(st);
         return Poll::Failed;
     }
-    Remote &rm = remote_of(l);
     rm.flag_values[static_cast<size_t>(slot)] = flag;
     if (!put(l, &rm.flag_values[static_cast<size_t>(slot)], sizeof(uint64_t),
              l.remote.flag_offset(l.index_there, slot), false))
@@ -93,10 +145,15 @@ Poll UcxChannels::deliver(Link &l, int slot, const void *src, size_t bytes, uint
 
 void UcxChannels::return_credit(Link &l, uint64_t consumed)
 {
-    // Monotone counter: a newer value overtaking an older put is harmless.
+    // Monotone counter: a newer value overtaking an older one is harmless, and so
+    // is a pending send picking up a newer value from the reused header.
     Remote &rm = remote_of(l);
-    rm.credit_value = consumed;
-    put(l, &rm.credit_value, sizeof(uint64_t), l.remote.credit_offset(l.index_there), false);
+    AmHeader &h = rm.credit_header;
+    h.target = rm.region->base();
+    h.kind = AmHeader::Credit;
+    h.index = l.index_there;
+    h.value = consumed;
+    send_message(l, h, nullptr, 0);
 }
 
 void UcxChannels::reap()

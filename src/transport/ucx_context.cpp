@@ -2,6 +2,9 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <cstdio>
+#include <cstring>
+#include <sstream>
 #include <stdexcept>
 #include <thread>
 
@@ -42,7 +45,7 @@ UcxContext::UcxContext(const std::string &tls, const std::string &net_devices)
         if (!std::getenv((std::string("UCX_TCP_") + key).c_str())) (void)ucp_config_modify(config, key, "256k");
     ucp_params_t params{};
     params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED;
-    params.features = UCP_FEATURE_RMA;
+    params.features = UCP_FEATURE_RMA | UCP_FEATURE_AM;
     params.mt_workers_shared = 0;
     st = ucp_init(&params, config, &context_);
     ucp_config_release(config);
@@ -66,6 +69,34 @@ UcxContext::UcxContext(const std::string &tls, const std::string &net_devices)
     }
     address_.assign(reinterpret_cast<const char *>(addr), len);
     ucp_worker_release_address(worker_, addr);
+    ucp_am_handler_param_t handler{};
+    handler.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_FLAGS |
+                         UCP_AM_HANDLER_PARAM_FIELD_CB | UCP_AM_HANDLER_PARAM_FIELD_ARG;
+    handler.id = kAmId;
+    handler.flags = UCP_AM_FLAG_WHOLE_MSG;
+    handler.cb = &UcxContext::on_am;
+    handler.arg = this;
+    st = ucp_worker_set_am_recv_handler(worker_, &handler);
+    if (st != UCS_OK) {
+        ucp_worker_destroy(worker_);
+        ucp_cleanup(context_);
+        throw ucx_error("ucp_worker_set_am_recv_handler", st);
+    }
+}
+
+ucs_status_t UcxContext::on_am(void *arg, const void *header, size_t header_length, void *data, size_t length,
+                               const ucp_am_recv_param_t *param)
+{
+    auto *self = static_cast<UcxContext *>(arg);
+    // Senders force the eager protocol, so the data is here (valid during this call); a
+    // rendezvous announcement is not ours.
+    if (header_length != sizeof(AmHeader) || (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV)) return UCS_OK;
+    AmHeader h;
+    std::memcpy(&h, header, sizeof h);
+    // A message for a region already released (its communicator freed) is dropped.
+    const auto it = self->sinks_.find(h.target);
+    if (it != self->sinks_.end()) it->second->on_message(h, data, length);
+    return UCS_OK;
 }
 
 UcxContext::~UcxContext()
@@ -116,6 +147,40 @@ ucs_status_t UcxContext::wait(ucs_status_ptr_t request, double timeout_s)
     }
     ucp_request_free(request);
     return st;
+}
+
+UcxEndpoint::UcxEndpoint(UcxContext &context, ucp_ep_h ep) : context_(context), ep_(ep)
+{
+    char *text = nullptr;
+    size_t size = 0;
+    if (FILE *stream = open_memstream(&text, &size)) {
+        ucp_ep_print_info(ep_, stream);
+        std::fclose(stream);
+        rma_emulated_ = rma_emulated_in(std::string(text, size));
+        std::free(text);
+    }
+}
+
+bool rma_emulated_in(const std::string &info)
+{
+    // Lines like "#   lane[0]:  0:tcp/eth0.0 md[0]  -> md[0]/tcp/sysdev[255] rma_bw#0 am am_bw#0 wireup".
+    bool any_lane = false;
+    std::istringstream lines(info);
+    for (std::string line; std::getline(lines, line);) {
+        const size_t lane = line.find("lane[");
+        if (lane == std::string::npos) continue;
+        any_lane = true;
+        std::istringstream words(line.substr(lane));
+        std::string word, resource;
+        words >> word >> resource;  // "lane[0]:" and "0:tcp/eth0.0"
+        bool rma = false;
+        while (words >> word) rma = rma || word == "rma" || word.rfind("rma#", 0) == 0 || word.rfind("rma_bw", 0) == 0;
+        if (!rma) continue;
+        const size_t colon = resource.find(':'), slash = resource.find('/');
+        if (colon == std::string::npos || slash == std::string::npos || slash < colon) return false;
+        if (resource.substr(colon + 1, slash - colon - 1) != "tcp") return false;
+    }
+    return any_lane;  // only tcp lanes do RMA, or none does (UCX emulates it over messages)
 }
 
 UcxEndpoint::~UcxEndpoint()

@@ -6,6 +6,7 @@
 
 #include <ucp/api/ucp.h>
 
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <string>
@@ -13,6 +14,27 @@
 namespace gpurdma::transport {
 
 class UcxEndpoint;
+
+// Small messages and credits travel as UCX active messages: one send, where an
+// emulated RMA put (tcp) costs a send plus an acknowledgement, and a message needs
+// a data put and a flag put. The header names the receiving region, so one handler
+// serves every communicator of the process.
+struct AmHeader {
+    enum Kind : uint32_t { Data = 1, Credit = 2 };
+    uint64_t target = 0;  // the receiver's landing-region base address (unique while it lives)
+    uint32_t kind = 0;
+    int32_t index = -1;   // the sender's index in the receiver's peer list
+    uint32_t slot = 0;    // Data: the landing slot
+    uint32_t unused = 0;
+    uint64_t value = 0;   // Data: the slot's flag (sequence + 1); Credit: messages consumed
+};
+
+// Whoever owns a landing region receives the active messages addressed to it.
+class AmSink {
+public:
+    virtual ~AmSink() = default;
+    virtual void on_message(const AmHeader &header, const void *data, size_t bytes) = 0;
+};
 
 class UcxContext {
 public:
@@ -33,28 +55,46 @@ public:
     // The endpoint to the worker at `address`, created on first use.
     std::shared_ptr<UcxEndpoint> endpoint(const std::string &address, std::string *error);
 
+    // Active messages addressed to `target` go to sink until it is removed.
+    void add_sink(uint64_t target, AmSink *sink) { sinks_[target] = sink; }
+    void remove_sink(uint64_t target) { sinks_.erase(target); }
+    static constexpr unsigned kAmId = 0x67;  // our own context: no other user of AM ids
+
     // Completes a request with progress, at most timeout_s; frees it. Returns its status
     // (UCS_ERR_TIMED_OUT if it did not finish).
     ucs_status_t wait(ucs_status_ptr_t request, double timeout_s);
 
 private:
+    static ucs_status_t on_am(void *arg, const void *header, size_t header_length, void *data, size_t length,
+                              const ucp_am_recv_param_t *param);
+
     ucp_context_h context_ = nullptr;
     ucp_worker_h worker_ = nullptr;
     std::string address_;
     std::map<std::string, std::shared_ptr<UcxEndpoint>> endpoints_;
+    std::map<uint64_t, AmSink *> sinks_;
 };
 
 class UcxEndpoint {
 public:
-    UcxEndpoint(UcxContext &context, ucp_ep_h ep) : context_(context), ep_(ep) {}
+    UcxEndpoint(UcxContext &context, ucp_ep_h ep);
     ~UcxEndpoint();
     UcxEndpoint(const UcxEndpoint &) = delete;
     UcxEndpoint &operator=(const UcxEndpoint &) = delete;
     ucp_ep_h get() const { return ep_; }
+    // Whether UCX has no transport doing RMA in hardware or shared memory toward this
+    // peer (only tcp): then a put is a message plus an acknowledgement anyway.
+    bool rma_emulated() const { return rma_emulated_; }
 
 private:
     UcxContext &context_;
     ucp_ep_h ep_;
+    bool rma_emulated_ = false;
 };
+
+// From ucp_ep_print_info's text (UCX 1.13 has no query for an endpoint's transports):
+// true when no lane marked rma/rma_bw uses a transport other than tcp (or no lane does
+// RMA at all). Text without lanes counts as native RMA.
+bool rma_emulated_in(const std::string &endpoint_info);
 
 }  // namespace gpurdma::transport
