@@ -125,6 +125,11 @@ typedef struct gpurdma_config {
     const char *net_devices;  /* "" nearest RDMA NIC; "mlx5_0:1,..." or "^dev" to restrict; "none" */
     int cuda;                 /* 1: recognise GPU buffers if a CUDA driver is present; 0: never load it */
     int local_processes;      /* processes of the job on this node (0: unknown): more than cores means yield when idle */
+    double net_alpha_us;      /* cost model: microseconds per message between nodes */
+    double net_gbps;          /* cost model: GB/s between nodes */
+    double shm_alpha_us;      /* cost model: microseconds per message within a node */
+    double shm_gbps;          /* cost model: GB/s within a node */
+    double reduce_gbps;       /* cost model: GB/s of a reduction */
     double spin_us;           /* a wait longer than this (microseconds) yields the core while it waits; negative:
                                  spin until done unless local_processes says the node is oversubscribed */
     const char *gdr_level;    /* farthest GPU-NIC path for GPUDirect RDMA: LOC, PIX, PXB, PHB or SYS

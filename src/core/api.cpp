@@ -29,6 +29,9 @@ gpurdma_context::gpurdma_context(const gpurdma_config_t &c)
     plan.chunk_size = config.chunk_size;
     plan.small_msg_max = config.small_msg_max;
     plan.node_chunk = config.node_chunk_size;
+    plan.model.net = {config.net_alpha_us, config.net_gbps};
+    plan.model.shm = {config.shm_alpha_us, config.shm_gbps};
+    plan.model.reduce_gbps = config.reduce_gbps;
     if (!gpurdma::plan::parse_algorithm(algorithm_text, &plan.algorithm))
         throw std::invalid_argument("unknown algorithm '" + algorithm_text + "'");
 }
@@ -70,6 +73,10 @@ gpurdma_status_t gpurdma_context_create(const gpurdma_config_t *config, gpurdma_
     if (!config || !out) return GPURDMA_ERR_INVALID;
     *out = nullptr;
     if (config->slots < 1 || config->chunk_size < 64 || config->node_chunk_size < 64 || config->timeout_s <= 0)
+        return GPURDMA_ERR_INVALID;
+    // The cost model divides by the bandwidths; NaN would make every comparison false.
+    if (!(config->net_gbps > 0) || !(config->shm_gbps > 0) || !(config->reduce_gbps > 0) ||
+        !(config->net_alpha_us >= 0) || !(config->shm_alpha_us >= 0))
         return GPURDMA_ERR_INVALID;
     gpurdma::Logger log(config->log, config->verbose);
     if (!config->cuda) gpurdma::mem::CudaDriver::disable();

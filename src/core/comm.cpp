@@ -22,7 +22,7 @@ using gpurdma::plan::Schedule;
 
 namespace {
 
-constexpr uint32_t kWireVersion = 3;
+constexpr uint32_t kWireVersion = 4;
 constexpr size_t kMaxCachedSchedules = 32;
 
 std::string this_host()
@@ -46,6 +46,18 @@ inline void cpu_relax()
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_ia32_pause();
 #endif
+}
+
+// The cost model as bit patterns: every rank must hold exactly the same numbers.
+std::vector<uint64_t> model_bits(const gpurdma::plan::CostModel &m)
+{
+    std::vector<uint64_t> out;
+    for (double v : {m.net.alpha_us, m.net.gbps, m.shm.alpha_us, m.shm.gbps, m.reduce_gbps}) {
+        uint64_t b;
+        std::memcpy(&b, &v, sizeof b);
+        out.push_back(b);
+    }
+    return out;
 }
 
 std::string format_bytes(size_t bytes)
@@ -105,7 +117,6 @@ void gpurdma_comm::log_summary(std::chrono::steady_clock::time_point t0) const
     const auto &p = context->plan;
     const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     std::set<std::string> distinct(hosts_.begin(), hosts_.end());
-    const size_t small = std::min(p.small_msg_max, p.chunk_size);
     if (node_path_) {
         context->log.log(1,
                          "%s: %d ranks on 1 host, %s; shared memory, no UCX; node allreduce in %s blocks x %d "
@@ -119,13 +130,25 @@ void gpurdma_comm::log_summary(std::chrono::steady_clock::time_point t0) const
                          wait_policy().c_str(), ms);
         return;
     }
+    // Auto's choices over the sizes, as ranges: "recursive-doubling up to 32 KiB, hierarchical above".
+    std::string choices;
+    gpurdma::plan::Algorithm current{};
+    bool changed = false;
+    for (size_t b = 8; b <= (size_t{1} << 30); b *= 2) {
+        const auto a = choose_algorithm(topo_, b, p);
+        if (b > 8 && a == current) continue;
+        if (b > 8) choices += " up to " + format_bytes(b / 2) + ", ";
+        changed = changed || b > 8;
+        choices += algorithm_name(a);
+        current = a;
+    }
+    choices += changed ? " above" : " at every size";
     context->log.log(1,
-                     "%s: %d ranks on %zu host(s), %s; intra-node: shared memory, inter-node: UCX RMA; "
-                     "up to %s: %s, above: %s (%s chunks x %d slots); %s; set-up %.1f ms",
-                     name.c_str(), size, distinct.size(), topo_.summary().c_str(), format_bytes(small).c_str(),
-                     algorithm_name(choose_algorithm(topo_, small, p)),
-                     algorithm_name(choose_algorithm(topo_, p.chunk_size + 1, p)), format_bytes(p.chunk_size).c_str(),
-                     cfg.slots, wait_policy().c_str(), ms);
+                     "%s: %d ranks on %zu host(s), %s; intra-node: shared memory, inter-node: UCX; %s (cost model: "
+                     "%s); %s chunks x %d slots; %s; set-up %.1f ms",
+                     name.c_str(), size, distinct.size(), topo_.summary().c_str(), choices.c_str(),
+                     gpurdma::plan::describe(p.model).c_str(), format_bytes(p.chunk_size).c_str(), cfg.slots,
+                     wait_policy().c_str(), ms);
     if (topo_.nodes() < 2) return;
     // One line per node: its ranks and which rank carries each slice (rail) between nodes.
     for (int k = 0; k < topo_.nodes(); ++k) {
@@ -319,6 +342,8 @@ gpurdma_status_t gpurdma_comm::ensure_setup()
     w1.u64(cfg.chunk_size);
     w1.u64(context->plan.node_chunk);
     w1.u64(context->plan.small_msg_max);
+    const std::vector<uint64_t> model = model_bits(context->plan.model);
+    for (uint64_t b : model) w1.u64(b);
     w1.str(context->algorithm_text);
     w1.str(context->logical_nodes);
     w1.str(this_host());
@@ -332,17 +357,19 @@ gpurdma_status_t gpurdma_comm::ensure_setup()
         uint32_t version = 0, slots = 0;
         uint64_t chunk = 0, node_chunk = 0, small = 0;
         std::string algorithm, logical;
-        if (!rd.u32(&version) || version != kWireVersion || !rd.u32(&slots) || !rd.u64(&chunk) ||
-            !rd.u64(&node_chunk) || !rd.u64(&small) || !rd.str(&algorithm) || !rd.str(&logical) ||
-            !rd.str(&hosts_[r]) || !rd.str(&devices_[r]))
+        std::vector<uint64_t> their_model(model.size());
+        bool readable = rd.u32(&version) && version == kWireVersion && rd.u32(&slots) && rd.u64(&chunk) &&
+                        rd.u64(&node_chunk) && rd.u64(&small);
+        for (auto &b : their_model) readable = readable && rd.u64(&b);
+        if (!readable || !rd.str(&algorithm) || !rd.str(&logical) || !rd.str(&hosts_[r]) || !rd.str(&devices_[r]))
             return decline("rank " + std::to_string(r) + " runs another gpurdma version");
         // Everything that shapes the plan must be the same on every rank.
         if (slots != static_cast<uint32_t>(cfg.slots) || chunk != cfg.chunk_size ||
             node_chunk != context->plan.node_chunk || small != context->plan.small_msg_max ||
-            algorithm != context->algorithm_text || logical != context->logical_nodes)
+            algorithm != context->algorithm_text || logical != context->logical_nodes || their_model != model)
             return decline("rank " + std::to_string(r) +
-                           " uses other slots/chunk_size/node_chunk_size/small_msg_max/algorithm/logical_nodes "
-                           "parameters");
+                           " uses other slots/chunk_size/node_chunk_size/small_msg_max/algorithm/logical_nodes/"
+                           "cost model parameters");
     }
 
     // Round 2: local resources, then everyone's addresses. A rank that failed still

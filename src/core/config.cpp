@@ -1,6 +1,7 @@
 #include <cstring>
 
 #include "gpurdma/gpurdma.h"
+#include "plan/cost_model.h"
 
 extern "C" void gpurdma_config_default(gpurdma_config_t *config)
 {
@@ -17,6 +18,12 @@ extern "C" void gpurdma_config_default(gpurdma_config_t *config)
     config->net_devices = "";
     config->cuda = 1;
     config->spin_us = 20.0;
+    const gpurdma::plan::CostModel model;
+    config->net_alpha_us = model.net.alpha_us;
+    config->net_gbps = model.net.gbps;
+    config->shm_alpha_us = model.shm.alpha_us;
+    config->shm_gbps = model.shm.gbps;
+    config->reduce_gbps = model.reduce_gbps;
     config->gdr_level = "PXB";
     config->log = nullptr;
 }

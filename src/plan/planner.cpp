@@ -120,8 +120,16 @@ Algorithm choose_algorithm(const topo::Topology &topo, size_t bytes, const PlanP
     case Algorithm::Auto:
     case Algorithm::Node: break;  // node: schedules as auto where the node path does not apply
     }
-    if (fits_slot && bytes <= params.small_msg_max) return Algorithm::RecursiveDoubling;
-    return multi_level ? Algorithm::Hierarchical : Algorithm::Ring;
+    // Ties go to recursive doubling, then hierarchical: fewer messages.
+    Algorithm best = Algorithm::Ring;
+    double best_us = ring_us(params.model, topo, bytes, params.chunk_size);
+    if (multi_level) {
+        const double us = hierarchical_us(params.model, topo, bytes, params.chunk_size, params.small_msg_max);
+        if (us <= best_us) best = Algorithm::Hierarchical, best_us = us;
+    }
+    if (fits_slot && bytes <= params.small_msg_max && recursive_doubling_us(params.model, topo, bytes) <= best_us)
+        best = Algorithm::RecursiveDoubling;
+    return best;
 }
 
 void append_ring(std::vector<Step> &steps, const Group &g, Buf own, size_t first, size_t count, size_t elem,

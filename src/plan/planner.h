@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "plan/cost_model.h"
 #include "plan/schedule.h"
 #include "topo/topology.h"
 
@@ -21,6 +22,7 @@ struct PlanParams {
     size_t small_msg_max = 64 * 1024;  // latency path (direct node form, recursive doubling) up to this size
     size_t node_chunk = 256 * 1024;    // block of the one-node shared-memory allreduce
     Algorithm algorithm = Algorithm::Auto;
+    CostModel model;                   // auto's choice between nodes
 };
 
 // An ordered set of ranks working together and this rank's index in it.
@@ -35,7 +37,9 @@ struct Group {
 // algorithm is auto or node.
 bool uses_node_allreduce(const topo::Topology &topo, const PlanParams &params);
 
-// The schedule algorithm for a message of `bytes` on this topology (never Node).
+// The schedule algorithm for a message of `bytes` on this topology (never Node). Auto
+// takes the cheapest by the cost model among recursive doubling (messages up to
+// small_msg_max that fit a slot), the ring, and hierarchical (nodes of several ranks).
 Algorithm choose_algorithm(const topo::Topology &topo, size_t bytes, const PlanParams &params);
 
 // Ring reduce-scatter + allgather of Recv[first, first + count) among the group,

@@ -58,8 +58,9 @@ TEST(Planner, ChoosesByMessageSize)
     PlanParams p;
     p.chunk_size = 256 * 1024;
     p.small_msg_max = 16 * 1024;
+    // Below small_msg_max the cost model decides (test_cost_model.cpp); above it, never
+    // recursive doubling.
     EXPECT_EQ(choose_algorithm(8, p), Algorithm::RecursiveDoubling);
-    EXPECT_EQ(choose_algorithm(16 * 1024, p), Algorithm::RecursiveDoubling);
     EXPECT_EQ(choose_algorithm(16 * 1024 + 1, p), Algorithm::Ring);
     p.algorithm = Algorithm::RecursiveDoubling;
     // Forced recursive doubling still cannot exceed one landing slot.

@@ -53,6 +53,8 @@ static size_t node_chunk_param;
 static int slots_param;
 static double timeout_param;
 static double spin_param;
+/* The cost model: name, storage, default taken from gpurdma_config_default. */
+static double net_alpha_param, net_gbps_param, shm_alpha_param, shm_gbps_param, reduce_gbps_param;
 
 static void reg(const char *name, const char *help, mca_base_var_type_t type, int level, void *storage)
 {
@@ -138,6 +140,22 @@ static int gpurdma_register(void)
         "(sched_yield) for the rest of that wait: a longer wait means the peer is not running, e.g. other "
         "hosts' or jobs' processes share the cores. Negative: spin until done. Ranks that outnumber the "
         "node's cores always yield", MCA_BASE_VAR_TYPE_DOUBLE, OPAL_INFO_LVL_7, &spin_param);
+    net_alpha_param = d.net_alpha_us;
+    reg("net_alpha_us", "Cost model: microseconds per message between nodes (auto chooses the algorithm "
+        "with the least estimated time; the model and its choices print at verbose 1)",
+        MCA_BASE_VAR_TYPE_DOUBLE, OPAL_INFO_LVL_7, &net_alpha_param);
+    net_gbps_param = d.net_gbps;
+    reg("net_gbps", "Cost model: bandwidth between nodes in GB/s", MCA_BASE_VAR_TYPE_DOUBLE, OPAL_INFO_LVL_7,
+        &net_gbps_param);
+    shm_alpha_param = d.shm_alpha_us;
+    reg("shm_alpha_us", "Cost model: microseconds per message between ranks of one node", MCA_BASE_VAR_TYPE_DOUBLE,
+        OPAL_INFO_LVL_7, &shm_alpha_param);
+    shm_gbps_param = d.shm_gbps;
+    reg("shm_gbps", "Cost model: bandwidth between ranks of one node in GB/s", MCA_BASE_VAR_TYPE_DOUBLE,
+        OPAL_INFO_LVL_7, &shm_gbps_param);
+    reduce_gbps_param = d.reduce_gbps;
+    reg("reduce_gbps", "Cost model: speed of a reduction in GB/s of input", MCA_BASE_VAR_TYPE_DOUBLE,
+        OPAL_INFO_LVL_7, &reduce_gbps_param);
     algorithm_param = (char *)"auto";
     reg("algorithm", "Allreduce algorithm: auto (by message size and topology), node (one-node shared-memory "
         "reduce-scatter/allgather; auto's choice when all ranks share a node), ring, rd (recursive "
@@ -197,6 +215,13 @@ static int progress_callback(void)
     return mca_coll_gpurdma_globals.context ? gpurdma_context_progress(mca_coll_gpurdma_globals.context) : 0;
 }
 
+/* A cost-model value in [lo, 1e6] replaces the default; anything else (NaN too) warns. */
+static void model_param(const char *name, double value, double lo, double *out)
+{
+    if (value >= lo && value <= 1e6) *out = value;
+    else opal_output(0, "coll:gpurdma: coll_gpurdma_%s=%g is not in [%g, 1e6]; using %g", name, value, lo, *out);
+}
+
 /* Out-of-range values get one warning and the default: never a crash. */
 static void validated_config(gpurdma_config_t *c)
 {
@@ -231,6 +256,11 @@ static void validated_config(gpurdma_config_t *c)
     if (timeout_param > 0 && timeout_param <= 86400) c->timeout_s = timeout_param;
     else opal_output(0, "coll:gpurdma: coll_gpurdma_timeout=%g is not in (0, 86400]; using %g", timeout_param,
                      c->timeout_s);
+    model_param("net_alpha_us", net_alpha_param, 0.0, &c->net_alpha_us);
+    model_param("net_gbps", net_gbps_param, 1e-6, &c->net_gbps);
+    model_param("shm_alpha_us", shm_alpha_param, 0.0, &c->shm_alpha_us);
+    model_param("shm_gbps", shm_gbps_param, 1e-6, &c->shm_gbps);
+    model_param("reduce_gbps", reduce_gbps_param, 1e-6, &c->reduce_gbps);
     if (spin_param <= 1e6) c->spin_us = spin_param;
     else opal_output(0, "coll:gpurdma: coll_gpurdma_spin_us=%g is over 1 s; using %g", spin_param, c->spin_us);
     const char *alg = algorithm_param ? algorithm_param : "auto";
