@@ -22,7 +22,7 @@ using gpurdma::plan::Schedule;
 
 namespace {
 
-constexpr uint32_t kWireVersion = 4;
+constexpr uint32_t kWireVersion = 5;
 constexpr size_t kMaxCachedSchedules = 32;
 
 std::string this_host()
@@ -297,6 +297,7 @@ std::string gpurdma_comm::setup_connect(const std::vector<std::string> &blobs)
         uint32_t ok = 0;
         if (!rd.u32(&ok) || !ok) return describe_peer(r) + " could not set up";
         if (!rd.str(&segment_names[r]) || !rd.str(&ucx_info[r].worker_address) || !rd.u64(&ucx_info[r].region_base) ||
+            !rd.u64(&ucx_info[r].channel_id) ||
             !rd.str(&ucx_info[r].region_key))
             return describe_peer(r) + " sent an unreadable set-up record";
     }
@@ -382,6 +383,7 @@ gpurdma_status_t gpurdma_comm::ensure_setup()
     const gpurdma::transport::UcxPeerInfo me = ucx_ ? ucx_->local_info() : gpurdma::transport::UcxPeerInfo{};
     w2.str(me.worker_address);
     w2.u64(me.region_base);
+    w2.u64(me.channel_id);
     w2.str(me.region_key);
     if (!exchange(w2.take(), &blobs)) return decline("set-up exchange failed");
     if (ok) why = setup_connect(blobs);

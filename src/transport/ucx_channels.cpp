@@ -8,7 +8,7 @@ namespace gpurdma::transport {
 
 UcxChannels::UcxChannels(UcxContext &context, int rank, int size, const PeerListFn &peers, int slots,
                          size_t slot_size)
-    : SlotChannels(rank, size, peers, slots, slot_size), context_(context)
+    : SlotChannels(rank, size, peers, slots, slot_size), context_(context), channel_id_(context.new_channel_id())
 {
     region_ = std::make_unique<RegisteredRegion>(context.context(), layout_.bytes());
     attach_region(region_->base());
@@ -17,13 +17,13 @@ UcxChannels::UcxChannels(UcxContext &context, int rank, int size, const PeerList
         r.flag_values.assign(static_cast<size_t>(slots), 0);
         r.data_headers.assign(static_cast<size_t>(slots), AmHeader{});
     }
-    context_.add_sink(reinterpret_cast<uint64_t>(region_->base()), this);
+    context_.add_sink(channel_id_, this);
 }
 
 UcxChannels::~UcxChannels()
 {
     // Requests still referencing our words must finish before they go.
-    context_.remove_sink(reinterpret_cast<uint64_t>(region_->base()));
+    context_.remove_sink(channel_id_);
     for (auto &p : pending_) context_.wait(p.request, 1.0);
     pending_.clear();
     remotes_.clear();  // keys before endpoints, both before our region
@@ -35,6 +35,7 @@ UcxPeerInfo UcxChannels::local_info() const
     info.worker_address = context_.address();
     info.region_base = reinterpret_cast<uint64_t>(region_->base());
     info.region_key = region_->packed_key();
+    info.channel_id = channel_id_;
     return info;
 }
 
@@ -54,6 +55,7 @@ void UcxChannels::connect(const std::vector<UcxPeerInfo> &peers, const std::vect
             throw std::runtime_error("remote key of " + who + ": " + e.what());
         }
         remotes_[i].message_max = remotes_[i].ep->rma_emulated() ? layout_.slot_size : kActiveMessageMax;
+        remotes_[i].channel_id = info.channel_id;
     }
 }
 
@@ -122,7 +124,7 @@ Poll UcxChannels::deliver(Link &l, int slot, const void *src, size_t bytes, uint
         // The header must outlive the send: one per slot, reused only once the
         // receiver has returned the slot.
         AmHeader &h = rm.data_headers[static_cast<size_t>(slot)];
-        h.target = rm.region->base();
+        h.target = rm.channel_id;
         h.kind = AmHeader::Data;
         h.index = l.index_there;
         h.slot = static_cast<uint32_t>(slot);
@@ -149,7 +151,7 @@ void UcxChannels::return_credit(Link &l, uint64_t consumed)
     // is a pending send picking up a newer value from the reused header.
     Remote &rm = remote_of(l);
     AmHeader &h = rm.credit_header;
-    h.target = rm.region->base();
+    h.target = rm.channel_id;
     h.kind = AmHeader::Credit;
     h.index = l.index_there;
     h.value = consumed;

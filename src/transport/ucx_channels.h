@@ -21,6 +21,7 @@ struct UcxPeerInfo {
     std::string worker_address;
     uint64_t region_base = 0;
     std::string region_key;
+    uint64_t channel_id = 0;  // addresses our active messages (never reused in a process)
 };
 
 class UcxChannels : public SlotChannels, private AmSink {
@@ -57,6 +58,7 @@ private:
         std::vector<AmHeader> data_headers; // stable headers of active-message sends, per slot
         AmHeader credit_header;
         size_t message_max = 0;             // largest message sent as an active message
+        uint64_t channel_id = 0;            // the peer's, for our active messages
     };
     struct Pending {
         void *request;
@@ -76,6 +78,7 @@ private:
     std::unique_ptr<RegisteredRegion> region_;
     std::vector<Remote> remotes_;  // parallel to links_
     std::vector<Pending> pending_;
+    uint64_t channel_id_;  // ours: a stale message for a freed channel can never match a new one
 };
 
 }  // namespace gpurdma::transport

@@ -17,11 +17,11 @@ class UcxEndpoint;
 
 // Small messages and credits travel as UCX active messages: one send, where an
 // emulated RMA put (tcp) costs a send plus an acknowledgement, and a message needs
-// a data put and a flag put. The header names the receiving region, so one handler
+// a data put and a flag put. The header names the receiving channel, so one handler
 // serves every communicator of the process.
 struct AmHeader {
     enum Kind : uint32_t { Data = 1, Credit = 2 };
-    uint64_t target = 0;  // the receiver's landing-region base address (unique while it lives)
+    uint64_t target = 0;  // the receiving channel's id (UcxContext::new_channel_id)
     uint32_t kind = 0;
     int32_t index = -1;   // the sender's index in the receiver's peer list
     uint32_t slot = 0;    // Data: the landing slot
@@ -55,6 +55,8 @@ public:
     // The endpoint to the worker at `address`, created on first use.
     std::shared_ptr<UcxEndpoint> endpoint(const std::string &address, std::string *error);
 
+    // Ids for channels: unique for the life of the process.
+    uint64_t new_channel_id() { return ++last_channel_id_; }
     // Active messages addressed to `target` go to sink until it is removed.
     void add_sink(uint64_t target, AmSink *sink) { sinks_[target] = sink; }
     void remove_sink(uint64_t target) { sinks_.erase(target); }
@@ -73,6 +75,7 @@ private:
     std::string address_;
     std::map<std::string, std::shared_ptr<UcxEndpoint>> endpoints_;
     std::map<uint64_t, AmSink *> sinks_;
+    uint64_t last_channel_id_ = 0;
 };
 
 class UcxEndpoint {
