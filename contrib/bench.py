@@ -78,6 +78,12 @@ def main():
     ap.add_argument("--split", type=parse_size, default=1 << 20,
                     help="sizes above this run with --large-iters (default 1M)")
     ap.add_argument("--iters", type=int, default=200)
+    ap.add_argument("--small-split", type=parse_size, default=64 << 10,
+                    help="sizes up to this run with --small-iters on one host (default 64K)")
+    ap.add_argument("--small-iters", type=int, default=2000,
+                    help="iterations for small sizes on one host, where a call takes microseconds and 200 "
+                         "samples left ratios varying from run to run (default 2000); the cluster's calls "
+                         "take milliseconds, so it uses --iters throughout")
     ap.add_argument("--large-iters", type=int, default=10)
     ap.add_argument("--configs", default="tuned,han,gpurdma")
     ap.add_argument("--type", default="mpi_float")
@@ -124,8 +130,11 @@ def bench_all(args, runs):
         for label, np_, on_cluster in runs:
             for config in configs:
                 rows = {}
-                for lo, hi, iters in ((args.min, min(args.max, args.split), args.iters),
-                                      (args.split * 2, args.max, args.large_iters)):
+                small_iters = args.iters if on_cluster else args.small_iters
+                bands = ((args.min, min(args.max, args.small_split), small_iters),
+                         (max(args.min, args.small_split * 2), min(args.max, args.split), args.iters),
+                         (args.split * 2, args.max, args.large_iters))
+                for lo, hi, iters in bands:
                     if lo > hi:
                         continue
                     ref = bench == "osu-compat" and config == configs[0] and lo > args.split

@@ -307,8 +307,10 @@ std::string gpurdma_comm::setup_connect(const std::vector<std::string> &blobs)
             if (!segment_)
                 segment_ = gpurdma::transport::ShmSegment::attach(
                     segment_names[members[0]], channels + (node_path_ ? arena_layout().bytes() : 0));
-            if (node_path_)
+            if (node_path_) {
                 node_arena_.emplace(segment_->base() + channels, arena_layout());
+                consumed_seen_.assign(members.size(), 0);
+            }
             else
                 shm_ = std::make_unique<gpurdma::transport::ShmChannels>(rank, size, members, cfg.slots,
                                                                           cfg.chunk_size, *segment_);
@@ -497,7 +499,7 @@ gpurdma_status_t gpurdma_comm::run_node(const void *sendbuf, void *recvbuf, size
                                         gpurdma_op_t op)
 {
     gpurdma::exec::NodeAllreduce node(*node_arena_, node_index_, next_block_, op, dtype, sendbuf, recvbuf, count,
-                                      node_direct_max_);
+                                      node_direct_max_, consumed_seen_.data());
     if (context->log.enabled(2))
         context->log.log(2, "%s: allreduce %zu x %s %s: node allreduce%s (call %llu; registrations so far %llu)",
                          name.c_str(), count, gpurdma_dtype_name(dtype), gpurdma_op_name(op),

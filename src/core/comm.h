@@ -87,6 +87,7 @@ private:
     int node_index_ = 0;       // my index among the node's ranks
     size_t node_direct_max_ = 0;  // largest message for the direct form (set up once)
     uint64_t next_block_ = 0;  // sequence number of the next arena block
+    std::vector<uint64_t> consumed_seen_;  // node ranks' Consumed counters as last read
     bool oversubscribed_ = false; // more ranks on this node than cores: yield when idle
     std::vector<char> stage_send_;  // host copies of GPU buffers (kept between calls)
     std::vector<char> stage_recv_;

@@ -18,7 +18,7 @@ constexpr size_t kSubBlock = 16 * 1024;
 
 NodeAllreduce::NodeAllreduce(const transport::NodeArena &arena, int me, uint64_t first_block, gpurdma_op_t op,
                              gpurdma_dtype_t dtype, const void *sendbuf, void *recvbuf, size_t count,
-                             size_t direct_max)
+                             size_t direct_max, uint64_t *consumed_seen)
     : arena_(arena),
       me_(me),
       ranks_(arena.layout().ranks),
@@ -32,7 +32,8 @@ NodeAllreduce::NodeAllreduce(const transport::NodeArena &arena, int me, uint64_t
       per_block_(std::max<size_t>(1, arena.layout().block / reduce::dtype_size(dtype))),
       blocks_((count + per_block_ - 1) / per_block_),
       direct_(count * reduce::dtype_size(dtype) <= direct_max),
-      mail_(direct_ && blocks_ == 1 && count * reduce::dtype_size(dtype) <= transport::NodeArenaLayout::kMailBytes)
+      mail_(direct_ && blocks_ == 1 && count * reduce::dtype_size(dtype) <= transport::NodeArenaLayout::kMailBytes),
+      consumed_seen_(consumed_seen)
 {
 }
 
@@ -51,6 +52,11 @@ void NodeAllreduce::slice(size_t elems, size_t elem_size, int ranks, int i, size
 int NodeAllreduce::slot_of(uint64_t block) const
 {
     return static_cast<int>((first_ + block) % static_cast<uint64_t>(arena_.layout().slots));
+}
+
+int NodeAllreduce::mail_slot_of(uint64_t block) const
+{
+    return static_cast<int>((first_ + block) % static_cast<uint64_t>(transport::NodeArenaLayout::kMailSlots));
 }
 
 size_t NodeAllreduce::block_elems(uint64_t b) const
@@ -82,6 +88,17 @@ int NodeAllreduce::lagging(NodeCounter c, uint64_t need) const
     return -1;
 }
 
+int NodeAllreduce::lagging_consumed(uint64_t need) const
+{
+    if (!consumed_seen_) return lagging(NodeCounter::Consumed, need);
+    for (int j = 0; j < ranks_; ++j) {
+        if (consumed_seen_[j] >= need) continue;
+        consumed_seen_[j] = arena_.load(j, NodeCounter::Consumed);
+        if (consumed_seen_[j] < need) return j;
+    }
+    return -1;
+}
+
 // dst = source(0) OP source(1) OP ... in rank order. dst may be source(0) only.
 template <typename Source>
 void NodeAllreduce::fold(char *dst, size_t bytes, Source source) const
@@ -100,16 +117,18 @@ bool NodeAllreduce::try_post()
     const uint64_t b = posted_;
     if (b >= blocks_) return false;
     const uint64_t g = first_ + b;
-    const uint64_t slots = static_cast<uint64_t>(arena_.layout().slots);
-    // The slot last held block g - slots: every rank must be done with it.
-    if (g + 1 > slots && lagging(NodeCounter::Consumed, g + 1 - slots) >= 0) return false;
+    // The slot (input block or mailbox) last held block g - slots: every rank must be
+    // done with it.
+    const uint64_t slots = static_cast<uint64_t>(mail_ ? transport::NodeArenaLayout::kMailSlots
+                                                       : arena_.layout().slots);
+    if (g + 1 > slots && lagging_consumed(g + 1 - slots) >= 0) return false;
     const size_t elems = block_elems(b);
     const char *src = send_ + block_offset(b);
     char *in = arena_.input(me_, slot_of(b));
     if (mail_) {
         // Payload and flag in one cache line: a reader's one miss brings both.
-        std::memcpy(arena_.mail(me_, slot_of(b)), src, elems * elem_);
-        arena_.set_mail_seq(me_, slot_of(b), g + 1);
+        std::memcpy(arena_.mail(me_, mail_slot_of(b)), src, elems * elem_);
+        arena_.set_mail_seq(me_, mail_slot_of(b), g + 1);
     } else if (direct_) {
         std::memcpy(in, src, elems * elem_);
     } else {
@@ -129,7 +148,7 @@ bool NodeAllreduce::try_reduce()
     const int slot = slot_of(b);
     if (mail_) {
         for (int j = 0; j < ranks_; ++j)
-            if (arena_.mail_seq(j, slot) != g + 1) return false;
+            if (arena_.mail_seq(j, mail_slot_of(b)) != g + 1) return false;
     } else if (lagging(NodeCounter::Posted, g + 1) >= 0) {
         return false;
     }
@@ -138,7 +157,7 @@ bool NodeAllreduce::try_reduce()
     if (direct_) {
         // Everyone reduces the whole (small) block itself: no second wait.
         fold(recv_ + block_off, elems * elem_, [&](int j) -> const char * {
-            return mail_ ? arena_.mail(j, slot) : arena_.input(j, slot);
+            return mail_ ? arena_.mail(j, mail_slot_of(b)) : arena_.input(j, slot);
         });
         arena_.store(me_, NodeCounter::Reduced, g + 1);
         arena_.store(me_, NodeCounter::Consumed, g + 1);
@@ -190,7 +209,8 @@ State NodeAllreduce::advance()
 
 std::string NodeAllreduce::waiting_for(int *peer) const
 {
-    const uint64_t slots = static_cast<uint64_t>(arena_.layout().slots);
+    const uint64_t slots =
+        static_cast<uint64_t>(mail_ ? transport::NodeArenaLayout::kMailSlots : arena_.layout().slots);
     if (copied_ < reduced_) {
         const uint64_t g = first_ + copied_;
         *peer = lagging(NodeCounter::Reduced, g + 1);

@@ -27,8 +27,13 @@ public:
     // me: this rank's index among the node's ranks. first_block: the sequence number
     // of this call's first block (every rank counts blocks the same way). sendbuf ==
     // nullptr means in place. direct_max: largest message for the direct form.
+    // consumed_seen: the caller's memory, kept from call to call, of each rank's
+    // Consumed counter as last read (one entry per rank, zero at first; null: always
+    // read). Counters only grow, so a remembered value that suffices spares reading a
+    // line the other rank keeps writing.
     NodeAllreduce(const transport::NodeArena &arena, int me, uint64_t first_block, gpurdma_op_t op,
-                  gpurdma_dtype_t dtype, const void *sendbuf, void *recvbuf, size_t count, size_t direct_max);
+                  gpurdma_dtype_t dtype, const void *sendbuf, void *recvbuf, size_t count, size_t direct_max,
+                  uint64_t *consumed_seen = nullptr);
 
     State advance();
 
@@ -51,7 +56,10 @@ private:
     bool try_copy_out();
     // First rank whose counter c is below need, or -1.
     int lagging(transport::NodeCounter c, uint64_t need) const;
+    // The same for Consumed, through consumed_seen.
+    int lagging_consumed(uint64_t need) const;
     int slot_of(uint64_t block) const;
+    int mail_slot_of(uint64_t block) const;
     size_t block_elems(uint64_t b) const;
     size_t block_offset(uint64_t b) const;  // bytes into the user buffers
     void copy_other_slices(char *dst, const char *src, size_t elems) const;
@@ -72,6 +80,7 @@ private:
     uint64_t blocks_;
     bool direct_;
     bool mail_;  // direct, one block, fits a mailbox line
+    uint64_t *consumed_seen_;
     // Local progress: blocks posted, reduced, copied out (each <= the previous).
     uint64_t posted_ = 0;
     uint64_t reduced_ = 0;

@@ -1,7 +1,9 @@
 // Layout of the node's shared allreduce area (part of the node's shared segment):
-// per local rank one cache line of progress counters and `slots` mailbox lines (a
+// per local rank one cache line of progress counters and kMailSlots mailbox lines (a
 // sequence number and a few bytes: a tiny message travels with its flag in one cache
-// line), then per rank `slots` input blocks, then `slots` output blocks shared by all. Only rank i writes its counters and inputs;
+// line; many of them, so that a rank seldom has to read the others' counters to reuse
+// one), then per rank `slots` input blocks, then `slots` output blocks shared by all.
+// Only rank i writes its counters, mailboxes and inputs;
 // output block slices are written by their reducing rank. Counters only grow, so a
 // reader compares them with the block sequence number it needs.
 #pragma once
@@ -26,8 +28,9 @@ struct NodeArenaLayout {
     static constexpr size_t kLine = 64;
     static constexpr size_t kMailPayload = 16;  // payload offset in a mailbox line (16-byte aligned)
     static constexpr size_t kMailBytes = kLine - kMailPayload;
+    static constexpr int kMailSlots = 16;
 
-    size_t lines_per_rank() const { return 1 + static_cast<size_t>(slots); }
+    size_t lines_per_rank() const { return 1 + static_cast<size_t>(kMailSlots); }
     size_t data_start() const { return round_up(static_cast<size_t>(ranks) * lines_per_rank() * kLine, 4096); }
     size_t counter_offset(int rank, NodeCounter c) const
     {

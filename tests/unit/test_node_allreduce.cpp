@@ -24,9 +24,11 @@ struct Node {
     NodeArenaLayout layout;
     std::vector<uint64_t> storage;  // 8-byte aligned, zeroed like a fresh segment
     uint64_t next_block = 0;
+    std::vector<std::vector<uint64_t>> consumed_seen;  // each rank's, kept across calls as in gpurdma_comm
 
     Node(int ranks, int slots, size_t block)
     {
+        consumed_seen.assign(static_cast<size_t>(ranks), std::vector<uint64_t>(static_cast<size_t>(ranks), 0));
         layout.ranks = ranks;
         layout.slots = slots;
         layout.block = block;
@@ -85,7 +87,7 @@ std::vector<char> random_floats(size_t count, std::mt19937 &rng)
     for (int r = 0; r < n; ++r)
         m.push_back(std::make_unique<NodeAllreduce>(arena, r, node.next_block, op, dtype,
                                                     in_place ? nullptr : in[r].data(), out[r].data(), count,
-                                                    direct_max));
+                                                    direct_max, node.consumed_seen[r].data()));
     std::vector<bool> done(static_cast<size_t>(n), false);
     int remaining = n;
     for (size_t round = 0; remaining > 0; ++round) {
