@@ -130,6 +130,7 @@ typedef struct gpurdma_config {
     double shm_alpha_us;      /* cost model: microseconds per message within a node */
     double shm_gbps;          /* cost model: GB/s within a node */
     double reduce_gbps;       /* cost model: GB/s of a reduction */
+    int calibrate;            /* 1: communicators that span nodes measure the cost model's links at set-up */
     double spin_us;           /* a wait longer than this (microseconds) yields the core while it waits; negative:
                                  spin until done unless local_processes says the node is oversubscribed */
     const char *gdr_level;    /* farthest GPU-NIC path for GPUDirect RDMA: LOC, PIX, PXB, PHB or SYS

@@ -114,7 +114,7 @@ void gpurdma_comm::log_summary(std::chrono::steady_clock::time_point t0) const
     using gpurdma::plan::algorithm_name;
     using gpurdma::plan::choose_algorithm;
     const auto &cfg = context->config;
-    const auto &p = context->plan;
+    const auto &p = plan_;
     const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     std::set<std::string> distinct(hosts_.begin(), hosts_.end());
     if (node_path_) {
@@ -144,9 +144,12 @@ void gpurdma_comm::log_summary(std::chrono::steady_clock::time_point t0) const
     }
     choices += changed ? " above" : " at every size";
     context->log.log(1,
-                     "%s: %d ranks on %zu host(s), %s; intra-node: shared memory, inter-node: UCX; %s (cost model: "
+                     "%s: %d ranks on %zu host(s), %s; intra-node: shared memory, inter-node: UCX; %s (cost model%s: "
                      "%s); %s chunks x %d slots; %s; set-up %.1f ms",
                      name.c_str(), size, distinct.size(), topo_.summary().c_str(), choices.c_str(),
+                     calibration_ms_ >= 0 ? (", calibrated in " + std::to_string(static_cast<int>(calibration_ms_ + 0.5)) +
+                                             " ms").c_str()
+                                          : "",
                      gpurdma::plan::describe(p.model).c_str(), format_bytes(p.chunk_size).c_str(), cfg.slots,
                      wait_policy().c_str(), ms);
     if (topo_.nodes() < 2) return;
@@ -331,6 +334,7 @@ gpurdma_status_t gpurdma_comm::ensure_setup()
     if (setup_ == SetupState::Declined) return GPURDMA_ERR_UNSUPPORTED;
     const auto &cfg = context->config;
     const auto t0 = std::chrono::steady_clock::now();
+    plan_ = context->plan;
     auto decline = [this](const std::string &why) {
         release_transports();
         setup_ = SetupState::Declined;
@@ -347,6 +351,7 @@ gpurdma_status_t gpurdma_comm::ensure_setup()
     w1.u64(context->plan.small_msg_max);
     const std::vector<uint64_t> model = model_bits(context->plan.model);
     for (uint64_t b : model) w1.u64(b);
+    w1.u32(cfg.calibrate ? 1 : 0);
     w1.str(context->algorithm_text);
     w1.str(context->logical_nodes);
     w1.str(this_host());
@@ -364,6 +369,9 @@ gpurdma_status_t gpurdma_comm::ensure_setup()
         bool readable = rd.u32(&version) && version == kWireVersion && rd.u32(&slots) && rd.u64(&chunk) &&
                         rd.u64(&node_chunk) && rd.u64(&small);
         for (auto &b : their_model) readable = readable && rd.u64(&b);
+        uint32_t calibrates = 0;
+        readable = readable && rd.u32(&calibrates);
+        if (readable && calibrates != (cfg.calibrate ? 1u : 0u)) their_model.clear();  // reported as a mismatch
         if (!readable || !rd.str(&algorithm) || !rd.str(&logical) || !rd.str(&hosts_[r]) || !rd.str(&devices_[r]))
             return decline("rank " + std::to_string(r) + " runs another gpurdma version");
         // Everything that shapes the plan must be the same on every rank.
@@ -372,7 +380,7 @@ gpurdma_status_t gpurdma_comm::ensure_setup()
             algorithm != context->algorithm_text || logical != context->logical_nodes || their_model != model)
             return decline("rank " + std::to_string(r) +
                            " uses other slots/chunk_size/node_chunk_size/small_msg_max/algorithm/logical_nodes/"
-                           "cost model parameters");
+                           "cost model/calibrate parameters");
     }
 
     // Round 2: local resources, then everyone's addresses. A rank that failed still
@@ -399,11 +407,98 @@ gpurdma_status_t gpurdma_comm::ensure_setup()
     if (segment_) segment_->unlink();
 
     setup_ = SetupState::Ready;
+    if (cfg.calibrate && topo_.nodes() > 1) {
+        // Every rank learns the outcome from the same exchange: all decline together.
+        const std::string failed = calibrate();
+        if (!failed.empty()) {
+            broken_ = false;
+            last_error.clear();
+            return decline(failed);
+        }
+    }
     tally(&gpurdma_comm_stats_t::setups);
     if (ucx_) tally(&gpurdma_comm_stats_t::registrations);
     if (segment_) tally(&gpurdma_comm_stats_t::shm_segments);
     if (rank == 0 && context->log.enabled(1)) log_summary(t0);
     return GPURDMA_OK;
+}
+
+bool gpurdma_comm::ping_pong(int peer, bool leader, size_t bytes, int reps, double *min_rtt_us)
+{
+    using gpurdma::plan::Buf;
+    using gpurdma::plan::Phase;
+    using gpurdma::plan::StepKind;
+    Schedule s;
+    s.algorithm = "calibration";
+    s.rank = rank;
+    s.size = size;
+    s.bytes = bytes;
+    const gpurdma::plan::Step send{StepKind::Send, Phase::Calibration, false, peer, Buf::Recv, Buf::Recv, 0, 0, bytes};
+    const gpurdma::plan::Step recv{StepKind::RecvCopy, Phase::Calibration, false, peer, Buf::Recv, Buf::Recv, 0, 0,
+                                   bytes};
+    s.steps = leader ? std::vector<gpurdma::plan::Step>{send, recv} : std::vector<gpurdma::plan::Step>{recv, send};
+    std::vector<char> buffer(bytes, 0);
+    *min_rtt_us = 1e300;
+    for (int i = 0; i < reps; ++i) {
+        const auto t0 = std::chrono::steady_clock::now();
+        if (run(s, nullptr, buffer.data(), GPURDMA_BYTE, GPURDMA_BOR) != GPURDMA_OK) return false;
+        const double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+        if (i >= 2) *min_rtt_us = std::min(*min_rtt_us, us);  // the first ones warm up
+    }
+    return true;
+}
+
+std::string gpurdma_comm::calibrate()
+{
+    const auto t0 = std::chrono::steady_clock::now();
+    const auto &members0 = topo_.members[static_cast<size_t>(topo_.node_of[0])];
+    const int net_peer = remote_peers(0).front();  // rank 0 owns slice 0: it has a rail peer
+    const int shm_peer = members0.size() > 1 ? members0[1] : -1;
+    const size_t large = std::min<size_t>(64 * 1024, plan_.chunk_size);
+    constexpr int kReps = 12;
+    // values: ok, net alpha, net GB/s, shm alpha, shm GB/s, reduce GB/s (rank 0's count).
+    double values[6] = {1, plan_.model.net.alpha_us, plan_.model.net.gbps, plan_.model.shm.alpha_us,
+                        plan_.model.shm.gbps, plan_.model.reduce_gbps};
+    auto link = [&](int peer, double *alpha, double *gbps) {
+        const bool leader = rank == 0;
+        if (!leader && rank != peer) return true;
+        const int other = leader ? peer : 0;
+        double small_rtt = 0, large_rtt = 0;
+        if (!ping_pong(other, leader, 8, kReps, &small_rtt) || !ping_pong(other, leader, large, kReps, &large_rtt))
+            return false;
+        // Keep the MCA values unless the numbers make sense (a noisy machine can invert them).
+        if (leader && large_rtt > small_rtt) {
+            *alpha = small_rtt / 2;
+            *gbps = static_cast<double>(large - 8) / ((large_rtt - small_rtt) / 2) / 1e3;
+        }
+        return true;
+    };
+    bool ok = link(net_peer, &values[1], &values[2]);
+    if (ok && shm_peer >= 0) ok = link(shm_peer, &values[3], &values[4]);
+    if (ok && rank == 0) {
+        // A chunk's worth: the size the schedules reduce at a time.
+        std::vector<float> a(plan_.chunk_size / sizeof(float), 1.0f), b(a.size(), 2.0f);
+        double best = 1e300;
+        for (int i = 0; i < kReps; ++i) {
+            const auto r0 = std::chrono::steady_clock::now();
+            gpurdma::reduce::apply(GPURDMA_SUM, GPURDMA_FLOAT, a.data(), a.data(), b.data(), a.size());
+            best = std::min(best, std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - r0).count());
+        }
+        if (best > 0) values[5] = static_cast<double>(a.size() * sizeof(float)) / best / 1e3;
+    }
+    if (!ok) values[0] = 0;
+    // Everyone takes rank 0's numbers: the plan must be the same on every rank.
+    std::vector<double> all(static_cast<size_t>(size) * 6);
+    if (bootstrap.allgather(values, all.data(), sizeof values, bootstrap.arg) != 0)
+        return "cost-model calibration: exchange failed";
+    for (int r = 0; r < size; ++r)
+        if (all[static_cast<size_t>(r) * 6] == 0) return "cost-model calibration failed on " + describe_peer(r);
+    plan_.model.net = {all[1], all[2]};
+    plan_.model.shm = {all[3], all[4]};
+    plan_.model.reduce_gbps = all[5];
+    schedules_.clear();
+    calibration_ms_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    return "";
 }
 
 const Schedule &gpurdma_comm::schedule_for(size_t count, size_t elem_size, bool in_place)
@@ -413,7 +508,7 @@ const Schedule &gpurdma_comm::schedule_for(size_t count, size_t elem_size, bool 
     if (it != schedules_.end()) return it->second;
     if (schedules_.size() >= kMaxCachedSchedules) schedules_.clear();
     return schedules_
-        .emplace(key, gpurdma::plan::build(topo_, rank, count, elem_size, in_place, context->plan))
+        .emplace(key, gpurdma::plan::build(topo_, rank, count, elem_size, in_place, plan_))
         .first->second;
 }
 

@@ -47,6 +47,11 @@ private:
                                       gpurdma_op_t op, const gpurdma::mem::PointerInfo &sinfo,
                                       const gpurdma::mem::PointerInfo &rinfo);
     gpurdma_status_t ensure_setup();
+    // Measures the cost model's links by ping-pong (rank 0 with a rank on another node
+    // and one on its own) and gives every rank rank 0's numbers. Returns "" or why not.
+    std::string calibrate();
+    // Round trips of `bytes` between this rank and peer (both call it; leader times).
+    bool ping_pong(int peer, bool leader, size_t bytes, int reps, double *min_rtt_us);
     bool setup_local(const std::vector<std::string> &hosts, std::string *why);
     std::string setup_connect(const std::vector<std::string> &blobs);
     void release_transports();
@@ -73,6 +78,8 @@ private:
     SetupState setup_ = SetupState::NotYet;
     bool broken_ = false;
     gpurdma::topo::Topology topo_;
+    gpurdma::plan::PlanParams plan_;  // the context's, with the cost model calibrated if asked
+    double calibration_ms_ = -1;      // how long calibration took (-1: not done)
     std::vector<std::string> hosts_;
     std::vector<std::string> devices_;  // each rank's rail NIC ("" = UCX's choice)
     // Declared in release order: router, then channels, then the segment they use.

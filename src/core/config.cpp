@@ -18,6 +18,7 @@ extern "C" void gpurdma_config_default(gpurdma_config_t *config)
     config->net_devices = "";
     config->cuda = 1;
     config->spin_us = 20.0;
+    config->calibrate = 0;
     const gpurdma::plan::CostModel model;
     config->net_alpha_us = model.net.alpha_us;
     config->net_gbps = model.net.gbps;

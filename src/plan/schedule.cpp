@@ -13,6 +13,7 @@ const char *phase_name(Phase phase)
     case Phase::RdFoldOut: return "recursive-doubling fold-out";
     case Phase::NodeReduceScatter: return "node reduce-scatter";
     case Phase::NodeAllgather: return "node allgather";
+    case Phase::Calibration: return "cost-model calibration";
     }
     return "unknown";
 }

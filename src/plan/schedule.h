@@ -30,6 +30,7 @@ enum class Phase : uint8_t {
     RdFoldOut,
     NodeReduceScatter,  // hierarchical stage 1: slices to their owners on the node
     NodeAllgather,      // hierarchical stage 3: reduced slices back to the node
+    Calibration,        // set-up: ping-pong that measures the cost model's links
 };
 
 const char *phase_name(Phase phase);

@@ -276,6 +276,7 @@ badcfg cuda 7 "cuda=7 is not 0 or 1" used
 badcfg spin_us 1e9 "spin_us=1e\\+09 is over 1 s" used
 badcfg spin_us nan "spin_us=nan is over 1 s" used
 badcfg spin_us -1 "" used
+badcfg calibrate 7 "calibrate=7 is not 0 or 1" used
 badcfg net_gbps 0 "net_gbps=0 is not in" used --mca coll_gpurdma_logical_nodes 1
 badcfg reduce_gbps nan "reduce_gbps=nan is not in" used --mca coll_gpurdma_logical_nodes 1
 badcfg net_alpha_us -1 "net_alpha_us=-1 is not in" used --mca coll_gpurdma_logical_nodes 1

@@ -22,7 +22,8 @@ failed=0
 names=()
 
 # run NAME EXPECT TIMEOUT ENV... -- MPIRUN-ARGS...
-#   EXPECT: "used"     gpurdma set up a communicator and declined nothing
+#   EXPECT: "used"     gpurdma set up a communicator and declined nothing (and, if
+#                      USED_PATTERN is set, printed a line matching it)
 #           "fallback" output must show the fallbacks named in FALLBACK_PATTERNS
 #           "off"      gpurdma must not appear
 run() {
@@ -44,6 +45,7 @@ run() {
             grep -q "coll:gpurdma: .*ranks on .*host" "$out" || why="no gpurdma set-up line: gpurdma was not used"
             grep -q "declined" "$out" && why="gpurdma declined: $(grep -m1 declined "$out")"
             grep -q "UCX  ERROR" "$out" && why="UCX reported an error: $(grep -m1 'UCX  ERROR' "$out")"
+            [ -n "${USED_PATTERN:-}" ] && ! grep -q "$USED_PATTERN" "$out" && why="no line matching '$USED_PATTERN'"
             ;;
         fallback)
             for pat in "${FALLBACK_PATTERNS[@]}"; do
@@ -116,6 +118,8 @@ run "hierarchical 2x2 logical nodes" used 300 -- -np 4 "${on[@]}" --mca coll_gpu
     "$bin/allreduce_check" --quick --strict
 run_retry "hierarchical 3+1+2 irregular, ucx tcp" used 300 UCX_TLS=tcp -- -np 6 "${on[@]}" --mca coll_gpurdma_timeout 20 \
     --mca coll_gpurdma_logical_nodes 3,1,2 --mca coll_gpurdma_chunk_size 8192 "$bin/allreduce_check" --quick --strict
+USED_PATTERN="cost model, calibrated in [0-9]* ms" run "hierarchical 2x2, cost model calibrated" used 300 -- -np 4 \
+    "${on[@]}" --mca coll_gpurdma_logical_nodes 2 --mca coll_gpurdma_calibrate 1 "$bin/allreduce_check" --quick --strict
 run "hierarchical forced, 1,3 + 4 KiB chunks" used 300 -- -np 4 "${on[@]}" --mca coll_gpurdma_logical_nodes 1,3 \
     --mca coll_gpurdma_algorithm hier --mca coll_gpurdma_chunk_size 4096 "$bin/allreduce_check" --quick --strict
 run "one rank per logical node (flat over UCX)" used 300 -- -np 3 "${on[@]}" --mca coll_gpurdma_logical_nodes 1 \

@@ -53,6 +53,7 @@ static size_t node_chunk_param;
 static int slots_param;
 static double timeout_param;
 static double spin_param;
+static int calibrate_param;
 /* The cost model: name, storage, default taken from gpurdma_config_default. */
 static double net_alpha_param, net_gbps_param, shm_alpha_param, shm_gbps_param, reduce_gbps_param;
 
@@ -153,6 +154,11 @@ static int gpurdma_register(void)
     shm_gbps_param = d.shm_gbps;
     reg("shm_gbps", "Cost model: bandwidth between ranks of one node in GB/s", MCA_BASE_VAR_TYPE_DOUBLE,
         OPAL_INFO_LVL_7, &shm_gbps_param);
+    calibrate_param = d.calibrate;
+    reg("calibrate", "1: each communicator that spans nodes measures the cost model at set-up (ping-pong of 8 B and "
+        "64 KiB between rank 0 and a rank on another node and one on its own node, and a float sum), a few ms, "
+        "and every rank uses rank 0's numbers; 0: the *_alpha_us / *_gbps parameters", MCA_BASE_VAR_TYPE_INT,
+        OPAL_INFO_LVL_7, &calibrate_param);
     reduce_gbps_param = d.reduce_gbps;
     reg("reduce_gbps", "Cost model: speed of a reduction in GB/s of input", MCA_BASE_VAR_TYPE_DOUBLE,
         OPAL_INFO_LVL_7, &reduce_gbps_param);
@@ -261,6 +267,8 @@ static void validated_config(gpurdma_config_t *c)
     model_param("shm_alpha_us", shm_alpha_param, 0.0, &c->shm_alpha_us);
     model_param("shm_gbps", shm_gbps_param, 1e-6, &c->shm_gbps);
     model_param("reduce_gbps", reduce_gbps_param, 1e-6, &c->reduce_gbps);
+    if (calibrate_param == 0 || calibrate_param == 1) c->calibrate = calibrate_param;
+    else opal_output(0, "coll:gpurdma: coll_gpurdma_calibrate=%d is not 0 or 1; using 0", calibrate_param);
     if (spin_param <= 1e6) c->spin_us = spin_param;
     else opal_output(0, "coll:gpurdma: coll_gpurdma_spin_us=%g is over 1 s; using %g", spin_param, c->spin_us);
     const char *alg = algorithm_param ? algorithm_param : "auto";
