@@ -92,7 +92,9 @@ void exchange_all_sizes(Pair &p)
                 ASSERT_EQ(p.send(from, msg.data(), bytes), Poll::Done) << p.ch[from]->error();
                 const char *got = p.receive(1 - from, bytes);
                 ASSERT_NE(got, nullptr) << bytes << " bytes from rank " << from << " never arrived";
-                ASSERT_EQ(std::memcmp(got, msg.data(), bytes), 0) << bytes << " bytes from rank " << from;
+                if (bytes > 0) {
+                    ASSERT_EQ(std::memcmp(got, msg.data(), bytes), 0) << bytes << " bytes from rank " << from;
+                }
                 p.ch[1 - from]->release(from);
                 // The source may change once no send reads it any more.
                 while (p.ch[from]->source_busy(msg.data(), bytes)) p.context->progress();
