@@ -93,7 +93,7 @@ ucs_status_t UcxContext::on_am(void *arg, const void *header, size_t header_leng
     if (header_length != sizeof(AmHeader) || (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV)) return UCS_OK;
     AmHeader h;
     std::memcpy(&h, header, sizeof h);
-    // A message for a region already released (its communicator freed) is dropped.
+    // A message for a channel already released (its communicator freed) is dropped.
     const auto it = self->sinks_.find(h.target);
     if (it != self->sinks_.end()) it->second->on_message(h, data, length);
     return UCS_OK;
