@@ -371,13 +371,13 @@ gpurdma_status_t gpurdma_comm::ensure_setup()
         for (auto &b : their_model) readable = readable && rd.u64(&b);
         uint32_t calibrates = 0;
         readable = readable && rd.u32(&calibrates);
-        if (readable && calibrates != (cfg.calibrate ? 1u : 0u)) their_model.clear();  // reported as a mismatch
         if (!readable || !rd.str(&algorithm) || !rd.str(&logical) || !rd.str(&hosts_[r]) || !rd.str(&devices_[r]))
             return decline("rank " + std::to_string(r) + " runs another gpurdma version");
         // Everything that shapes the plan must be the same on every rank.
         if (slots != static_cast<uint32_t>(cfg.slots) || chunk != cfg.chunk_size ||
             node_chunk != context->plan.node_chunk || small != context->plan.small_msg_max ||
-            algorithm != context->algorithm_text || logical != context->logical_nodes || their_model != model)
+            algorithm != context->algorithm_text || logical != context->logical_nodes || their_model != model ||
+            calibrates != (cfg.calibrate ? 1u : 0u))
             return decline("rank " + std::to_string(r) +
                            " uses other slots/chunk_size/node_chunk_size/small_msg_max/algorithm/logical_nodes/"
                            "cost model/calibrate parameters");

@@ -127,8 +127,9 @@ bool NodeAllreduce::try_post()
     char *in = arena_.input(me_, slot_of(b));
     if (mail_) {
         // Payload and flag in one cache line: a reader's one miss brings both.
-        std::memcpy(arena_.mail(me_, mail_slot_of(b)), src, elems * elem_);
-        arena_.set_mail_seq(me_, mail_slot_of(b), g + 1);
+        const int mailbox = mail_slot_of(b);
+        std::memcpy(arena_.mail(me_, mailbox), src, elems * elem_);
+        arena_.set_mail_seq(me_, mailbox, g + 1);
     } else if (direct_) {
         std::memcpy(in, src, elems * elem_);
     } else {
@@ -146,9 +147,10 @@ bool NodeAllreduce::try_reduce()
     if (b >= posted_) return false;
     const uint64_t g = first_ + b;
     const int slot = slot_of(b);
+    const int mailbox = mail_slot_of(b);
     if (mail_) {
         for (int j = 0; j < ranks_; ++j)
-            if (arena_.mail_seq(j, mail_slot_of(b)) != g + 1) return false;
+            if (arena_.mail_seq(j, mailbox) != g + 1) return false;
     } else if (lagging(NodeCounter::Posted, g + 1) >= 0) {
         return false;
     }
@@ -157,7 +159,7 @@ bool NodeAllreduce::try_reduce()
     if (direct_) {
         // Everyone reduces the whole (small) block itself: no second wait.
         fold(recv_ + block_off, elems * elem_, [&](int j) -> const char * {
-            return mail_ ? arena_.mail(j, mail_slot_of(b)) : arena_.input(j, slot);
+            return mail_ ? arena_.mail(j, mailbox) : arena_.input(j, slot);
         });
         arena_.store(me_, NodeCounter::Reduced, g + 1);
         arena_.store(me_, NodeCounter::Consumed, g + 1);

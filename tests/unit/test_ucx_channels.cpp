@@ -50,6 +50,12 @@ struct Pair {
         ch[1].reset();
     }
 
+    // The endpoint the channels use (to this same worker), shared through the context.
+    std::shared_ptr<gpurdma::transport::UcxEndpoint> endpoint(std::string *why)
+    {
+        return context->endpoint(context->address(), why);
+    }
+
     // The next message from `from` to `to`, with progress, within 5 s.
     const char *receive(int to, size_t bytes)
     {
@@ -109,7 +115,7 @@ TEST(UcxChannels, LoopbackEveryPath)
     Pair p("", "");
     if (!p.skip.empty()) GTEST_SKIP() << "UCX unavailable: " << p.skip;
     std::string why;
-    const auto ep = p.context->endpoint(p.context->address(), &why);  // the channels' own endpoint
+    const auto ep = p.endpoint(&why);
     ASSERT_TRUE(ep) << why;
     EXPECT_FALSE(ep->rma_emulated()) << "loopback RMA should be native: puts above the active-message limit";
     exchange_all_sizes(p);
@@ -120,7 +126,7 @@ TEST(UcxChannels, TcpEveryMessageAsActiveMessage)
     Pair p("tcp", "lo");
     if (!p.skip.empty()) GTEST_SKIP() << "UCX tcp on lo unavailable: " << p.skip;
     std::string why;
-    const auto ep = p.context->endpoint(p.context->address(), &why);
+    const auto ep = p.endpoint(&why);
     ASSERT_TRUE(ep) << why;
     EXPECT_TRUE(ep->rma_emulated()) << "tcp only: RMA is emulated, every message goes as an active message";
     exchange_all_sizes(p);
@@ -131,7 +137,7 @@ TEST(UcxChannels, MalformedActiveMessagesAreDropped)
     Pair p("", "");
     if (!p.skip.empty()) GTEST_SKIP() << "UCX unavailable: " << p.skip;
     std::string why;
-    auto ep = p.context->endpoint(p.context->address(), &why);
+    const auto ep = p.endpoint(&why);
     ASSERT_TRUE(ep) << why;
     const UcxPeerInfo target = p.ch[1]->local_info();
     const std::vector<char> junk(kSlot + 64, 'x');
