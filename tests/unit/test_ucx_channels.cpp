@@ -110,26 +110,30 @@ void exchange_all_sizes(Pair &p)
 
 }  // namespace
 
-TEST(UcxChannels, LoopbackEveryPath)
+namespace {
+
+// One transport set-up: the path UCX gives toward the peer, then every size both ways.
+void check_transport(const std::string &tls, const std::string &devices, bool expect_emulated, const char *path)
 {
-    Pair p("", "");
-    if (!p.skip.empty()) GTEST_SKIP() << "UCX unavailable: " << p.skip;
+    Pair p(tls, devices);
+    if (!p.skip.empty()) GTEST_SKIP() << "UCX (" << (tls.empty() ? "default" : tls) << ") unavailable: " << p.skip;
     std::string why;
     const auto ep = p.endpoint(&why);
     ASSERT_TRUE(ep) << why;
-    EXPECT_FALSE(ep->rma_emulated()) << "loopback RMA should be native: puts above the active-message limit";
+    EXPECT_EQ(ep->rma_emulated(), expect_emulated) << path;
     exchange_all_sizes(p);
+}
+
+}  // namespace
+
+TEST(UcxChannels, LoopbackEveryPath)
+{
+    check_transport("", "", false, "loopback RMA should be native: puts above the active-message limit");
 }
 
 TEST(UcxChannels, TcpEveryMessageAsActiveMessage)
 {
-    Pair p("tcp", "lo");
-    if (!p.skip.empty()) GTEST_SKIP() << "UCX tcp on lo unavailable: " << p.skip;
-    std::string why;
-    const auto ep = p.endpoint(&why);
-    ASSERT_TRUE(ep) << why;
-    EXPECT_TRUE(ep->rma_emulated()) << "tcp only: RMA is emulated, every message goes as an active message";
-    exchange_all_sizes(p);
+    check_transport("tcp", "lo", true, "tcp only: RMA is emulated, every message goes as an active message");
 }
 
 TEST(UcxChannels, MalformedActiveMessagesAreDropped)
