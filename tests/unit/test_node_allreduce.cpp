@@ -189,6 +189,23 @@ TEST(NodeAllreduce, DirectFormAndOtherTypes)
     }
 }
 
+TEST(NodeAllreduce, DirectFormReadsTheOwnOperandFromTheBufferWhereSafe)
+{
+    // In the direct form each rank reads its own operand from its buffer instead of
+    // its posted copy, except in place with more than two ranks. Every such case,
+    // with 64 KiB blocks and both forms, slots reused.
+    std::mt19937 rng(9001);
+    for (int ranks : {2, 3, 4})
+        for (size_t direct_max : {size_t{0}, SIZE_MAX}) {
+            Node node(ranks, 2, 64 * 1024);
+            for (size_t count : {4096ul, 16384ul + 3, 70000ul})
+                for (bool in_place : {false, true}) {
+                    ASSERT_TRUE(run_call(node, GPURDMA_FLOAT, GPURDMA_SUM, count, in_place, direct_max, rng, true));
+                    ASSERT_TRUE(run_call(node, GPURDMA_INT16, GPURDMA_MAX, count, in_place, direct_max, rng, false));
+                }
+        }
+}
+
 TEST(NodeAllreduce, ARankThatIsLateBlocksTheOthersButNothingBreaks)
 {
     // Rank 1 does not start: the others must wait (Running), never finish early.
