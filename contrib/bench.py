@@ -7,12 +7,19 @@ a PNG (latency and bus bandwidth against size).
 
   contrib/bench.py --np 2,4 --max 64M --out results/
   contrib/bench.py --np 2,4 --cluster 2x2      # also 2 hosts x 2 ranks on the namespace cluster (root)
+  contrib/bench.py --repeat 3                  # each sweep 3 times, configs interleaved; medians
+
+On a shared or virtual machine one sweep can land in a slow spell that the next
+config's sweep misses. --repeat runs every config's sweep N times in rounds (tuned,
+han, gpurdma, tuned, ...) and reports each size's median, so a spell hits every config
+alike; the CSV keeps the spread (min and max).
 """
 import argparse
 import csv
 import os
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 
@@ -91,6 +98,8 @@ def main():
     ap.add_argument("--mpirun-arg", action="append", default=[],
                     help="extra mpirun argument (repeatable), e.g. --mpirun-arg=--hostfile=h")
     ap.add_argument("--timeout", type=int, default=900)
+    ap.add_argument("--repeat", type=int, default=1,
+                    help="rounds of every config's sweep, interleaved; each size's median is reported (default 1)")
     ap.add_argument("--cluster", default="",
                     help="HOSTSxRANKS, e.g. 2x2: also run on the namespace cluster (contrib/cluster.sh, root)")
     args = ap.parse_args()
@@ -123,43 +132,53 @@ def bench_all(args, runs):
         binaries.append(("osu", real))
     configs = args.configs.split(",")
     os.makedirs(args.out, exist_ok=True)
-    results = []  # (bench, label, np, config, size, latency_us)
+    results = []  # (bench, label, np, config, size, median latency_us, min, max)
     commands = []
-    memcpy = {}  # label -> (bytes, GB/s), measured by osu-compat's rank 0 in the same run
+    memcpy = {}  # label -> (bytes, median GB/s), measured by osu-compat's rank 0 in the same run
     for bench, binary in binaries:
         for label, np_, on_cluster in runs:
+            samples = {c: {} for c in configs}  # config -> size -> [latency per round]
+            copies = []
+            small_iters = args.iters if on_cluster else args.small_iters
+            bands = ((args.min, min(args.max, args.small_split), small_iters),
+                     (max(args.min, args.small_split * 2), min(args.max, args.split), args.iters),
+                     (args.split * 2, args.max, args.large_iters))
+            for _ in range(max(1, args.repeat)):
+                for config in configs:
+                    for lo, hi, iters in bands:
+                        if lo > hi:
+                            continue
+                        ref = bench == "osu-compat" and config == configs[0] and lo > args.split
+                        r, cmd, mc = run_osu(binary, np_, config, lo, hi, iters, max(1, iters // 10), args.type,
+                                             args.mpirun_arg, args.timeout, on_cluster, ref)
+                        if mc:
+                            copies.append(mc)
+                        for size, lat in r.items():
+                            samples[config].setdefault(size, []).append(lat)
+                        if cmd not in commands:
+                            commands.append(cmd)
+            if copies:
+                memcpy[label] = (copies[0][0], statistics.median(gbps for _, gbps in copies))
             for config in configs:
-                rows = {}
-                small_iters = args.iters if on_cluster else args.small_iters
-                bands = ((args.min, min(args.max, args.small_split), small_iters),
-                         (max(args.min, args.small_split * 2), min(args.max, args.split), args.iters),
-                         (args.split * 2, args.max, args.large_iters))
-                for lo, hi, iters in bands:
-                    if lo > hi:
-                        continue
-                    ref = bench == "osu-compat" and config == configs[0] and lo > args.split
-                    r, cmd, mc = run_osu(binary, np_, config, lo, hi, iters, max(1, iters // 10), args.type,
-                                         args.mpirun_arg, args.timeout, on_cluster, ref)
-                    if mc:
-                        memcpy[label] = mc
-                    rows.update(r)
-                    commands.append(cmd)
-                for size, lat in sorted(rows.items()):
-                    results.append((bench, label, np_, config, size, lat))
+                for size, lats in sorted(samples[config].items()):
+                    results.append((bench, label, np_, config, size, statistics.median(lats), min(lats), max(lats)))
 
     csv_path = os.path.join(args.out, "allreduce.csv")
     with open(csv_path, "w", newline="") as f:
         w = csv.writer(f)
-        w.writerow(["benchmark", "run", "np", "config", "bytes", "latency_us", "busbw_GBps"])
-        for bench, label, np_, config, size, lat in results:
+        w.writerow(["benchmark", "run", "np", "config", "bytes", "latency_us", "busbw_GBps", "latency_min_us",
+                    "latency_max_us", "rounds"])
+        for bench, label, np_, config, size, lat, lo, hi in results:
             busbw = size * 2 * (np_ - 1) / np_ / (lat * 1e-6) / 1e9 if lat > 0 else 0
-            w.writerow([bench, label, np_, config, size, f"{lat:.2f}", f"{busbw:.3f}"])
+            w.writerow([bench, label, np_, config, size, f"{lat:.2f}", f"{busbw:.3f}", f"{lo:.2f}", f"{hi:.2f}",
+                        max(1, args.repeat)])
 
     table = {}
-    for bench, label, np_, config, size, lat in results:
+    for bench, label, np_, config, size, lat, _, _ in results:
         table.setdefault((bench, label, np_), {}).setdefault(size, {})[config] = lat
     for (bench, label, np_), sizes in table.items():
-        print(f"\n# {bench} allreduce, {args.type}, {label}: average latency (us); ratio = other / gpurdma"
+        rounds = f", median of {args.repeat} rounds" if args.repeat > 1 else ""
+        print(f"\n# {bench} allreduce, {args.type}, {label}: average latency (us){rounds}; ratio = other / gpurdma"
               " (>1: gpurdma faster)")
         head = f"{'bytes':>10}" + "".join(f"{c:>12}" for c in configs)
         others = [c for c in configs if c != "gpurdma"]
@@ -178,7 +197,7 @@ def bench_all(args, runs):
             if at in sizes and sizes[at].get("gpurdma"):
                 busbw = at * 2 * (np_ - 1) / np_ / (sizes[at]["gpurdma"] * 1e-6) / 1e9
                 print(f"# gpurdma bus bandwidth at 16 MiB: {busbw:.2f} GB/s; memcpy ({mbytes} bytes, rank 0, "
-                      f"same run): {gbps:.2f} GB/s; ratio {busbw / gbps:.2f}")
+                      f"same run{', median' if args.repeat > 1 else ''}): {gbps:.2f} GB/s; ratio {busbw / gbps:.2f}")
     print(f"\nCSV: {csv_path}")
     with open(os.path.join(args.out, "commands.txt"), "w") as f:
         f.write("\n".join(commands) + "\n")
