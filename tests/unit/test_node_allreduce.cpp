@@ -206,6 +206,35 @@ TEST(NodeAllreduce, DirectFormReadsTheOwnOperandFromTheBufferWhereSafe)
         }
 }
 
+TEST(NodeAllreduce, OverlappingBuffersStillGetTheSum)
+{
+    // Send and receive buffers that overlap without being the same are erroneous in
+    // MPI, but the result stays defined: the direct form then reads the posted copy,
+    // not the buffer it is overwriting.
+    const int ranks = 2;
+    const size_t count = 5000;
+    Node node(ranks, 2, 64 * 1024);
+    std::vector<std::vector<float>> mem(ranks, std::vector<float>(count + 16));
+    std::vector<float> want(count);
+    for (int r = 0; r < ranks; ++r)
+        for (size_t i = 0; i < count; ++i) mem[r][i] = static_cast<float>(r * 1000 + i % 97);
+    for (size_t i = 0; i < count; ++i) want[i] = mem[0][i] + mem[1][i];
+    NodeArena arena = node.arena();
+    std::vector<std::unique_ptr<NodeAllreduce>> m;
+    for (int r = 0; r < ranks; ++r)
+        m.push_back(std::make_unique<NodeAllreduce>(arena, r, 0, GPURDMA_SUM, GPURDMA_FLOAT, mem[r].data(),
+                                                    mem[r].data() + 16, count, SIZE_MAX,
+                                                    node.consumed_seen[r].data()));
+    std::vector<bool> done(ranks, false);
+    for (int round = 0; round < 100000 && !(done[0] && done[1]); ++round) {
+        const int r = round % ranks;
+        if (!done[r]) done[r] = m[r]->advance() == State::Done;
+    }
+    ASSERT_TRUE(done[0] && done[1]) << "no progress";
+    for (int r = 0; r < ranks; ++r)
+        for (size_t i = 0; i < count; ++i) ASSERT_EQ(want[i], mem[r][16 + i]) << "rank " << r << " element " << i;
+}
+
 TEST(NodeAllreduce, ARankThatIsLateBlocksTheOthersButNothingBreaks)
 {
     // Rank 1 does not start: the others must wait (Running), never finish early.
