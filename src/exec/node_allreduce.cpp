@@ -41,10 +41,8 @@ NodeAllreduce::NodeAllreduce(const transport::NodeArena &arena, int me, uint64_t
     // two ranks (fold writes dst before it reads source(me) there), nor when the
     // buffers overlap without being the same (erroneous in MPI; the arena copy keeps
     // the result defined).
-    const size_t bytes = count * elem_;
-    const auto s = reinterpret_cast<uintptr_t>(send_), r = reinterpret_cast<uintptr_t>(recv_);
-    const bool overlap = s != r && s < r + bytes && r < s + bytes;
-    own_from_buffer_ = !mail_ && !overlap && (s != r || ranks_ == 2 || me_ == 0);
+    own_from_buffer_ = !reduce::partially_overlap(send_, recv_, count * elem_) &&
+                       (send_ != recv_ || ranks_ == 2 || me_ == 0);
 }
 
 void NodeAllreduce::slice(size_t elems, size_t elem_size, int ranks, int i, size_t *first, size_t *count)

@@ -80,7 +80,7 @@ private:
     uint64_t blocks_;
     bool direct_;
     bool mail_;  // direct, one block, fits a mailbox line
-    bool own_from_buffer_;  // direct form: my operand read from send_, not my posted copy
+    bool own_from_buffer_;  // direct, not mail: my operand read from send_, not my posted copy
     uint64_t *consumed_seen_;
     // Local progress: blocks posted, reduced, copied out (each <= the previous).
     uint64_t posted_ = 0;

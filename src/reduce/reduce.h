@@ -19,6 +19,10 @@ gpurdma_status_t apply(gpurdma_op_t op, gpurdma_dtype_t dtype, void* dst, const 
 // Whether the MPI standard defines op on dtype (false for values out of range).
 bool supported(gpurdma_op_t op, gpurdma_dtype_t dtype);
 
+// Whether two spans of `bytes` bytes overlap without starting at the same address
+// (the overlap apply rejects).
+bool partially_overlap(const void* p, const void* q, size_t bytes);
+
 // C sizeof of one element; 0 for a dtype out of range.
 size_t dtype_size(gpurdma_dtype_t dtype);
 

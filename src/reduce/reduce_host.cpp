@@ -204,14 +204,14 @@ bool in_range(gpurdma_op_t op, gpurdma_dtype_t dtype) {
     return static_cast<unsigned>(op) < kOps && static_cast<unsigned>(dtype) < kDtypes;
 }
 
+}  // namespace
+
 bool partially_overlap(const void* p, const void* q, std::size_t bytes) {
     if (p == q) return false;
     const auto x = reinterpret_cast<std::uintptr_t>(p);
     const auto y = reinterpret_cast<std::uintptr_t>(q);
     return x < y + bytes && y < x + bytes;
 }
-
-}  // namespace
 
 bool supported(gpurdma_op_t op, gpurdma_dtype_t dtype) {
     return in_range(op, dtype) && kKernels[op * kDtypes + dtype] != nullptr;
