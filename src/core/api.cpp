@@ -8,6 +8,8 @@
 #include "gpurdma/gpurdma.h"
 #include "mem/cuda_driver.h"
 #include "topo/nic.h"
+#include "topo/placement.h"
+#include "topo/topology.h"
 
 gpurdma_context::gpurdma_context(const gpurdma_config_t &c)
     : config(c),
@@ -26,6 +28,12 @@ gpurdma_context::gpurdma_context(const gpurdma_config_t &c)
     if (net_devices != "none" && !gpurdma::topo::parse_device_list(net_devices, &devices, &exclude))
         throw std::invalid_argument("net_devices '" + net_devices + "' is not a list like mlx5_0:1,mlx5_1:1 or ^mlx5_2");
     choose_rail();
+    host = gpurdma::topo::this_host();
+    std::string warning;
+    node = gpurdma::topo::logical_node(host, logical_nodes, config.local_rank, config.local_processes, &warning);
+    // One process per host says it (every process would reach the same verdict).
+    if (!warning.empty() && config.local_rank <= 0) log.log(0, "%s", warning.c_str());
+    host_cpus = gpurdma::topo::host_cpu_budget();
     plan.chunk_size = config.chunk_size;
     plan.small_msg_max = config.small_msg_max;
     plan.node_chunk = config.node_chunk_size;

@@ -1,7 +1,6 @@
 #include "core/comm.h"
 
 #include <sched.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
@@ -17,29 +16,14 @@
 #include "plan/neighbors.h"
 #include "plan/planner.h"
 #include "reduce/reduce.h"
+#include "topo/placement.h"
 
 using gpurdma::plan::Schedule;
 
 namespace {
 
-constexpr uint32_t kWireVersion = 5;
+constexpr uint32_t kWireVersion = 6;
 constexpr size_t kMaxCachedSchedules = 32;
-
-std::string this_host()
-{
-    char buf[256] = {0};
-    if (gethostname(buf, sizeof buf - 1) != 0) return "unknown-host";
-    return buf;
-}
-
-// CPUs this process may run on: more local ranks than that means spinning starves a peer.
-int usable_cpus()
-{
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    if (sched_getaffinity(0, sizeof set, &set) != 0) return 1;
-    return std::max(1, CPU_COUNT(&set));
-}
 
 inline void cpu_relax()
 {
@@ -58,6 +42,23 @@ std::vector<uint64_t> model_bits(const gpurdma::plan::CostModel &m)
         out.push_back(b);
     }
     return out;
+}
+
+// A rank's placement from its set-up record: CPU list, job processes, host CPUs.
+bool read_placement(gpurdma::wire::Reader &rd, gpurdma::topo::RankPlacement *p)
+{
+    uint32_t n = 0, v = 0;
+    if (!rd.u32(&n) || n > CPU_SETSIZE) return false;
+    p->cpus.clear();
+    for (uint32_t i = 0; i < n; ++i) {
+        if (!rd.u32(&v) || v >= CPU_SETSIZE) return false;
+        p->cpus.push_back(static_cast<int>(v));
+    }
+    uint32_t processes = 0, host_cpus = 0;
+    if (!rd.u32(&processes) || !rd.u32(&host_cpus)) return false;
+    p->job_processes = static_cast<int>(std::min<uint32_t>(processes, 1u << 20));
+    p->host_cpus = static_cast<int>(std::min<uint32_t>(host_cpus, CPU_SETSIZE));
+    return true;
 }
 
 std::string format_bytes(size_t bytes)
@@ -99,13 +100,28 @@ gpurdma_comm::~gpurdma_comm()
     release_transports();
 }
 
-std::string gpurdma_comm::wait_policy() const
+std::string gpurdma_comm::wait_policy(const std::string &host) const
 {
-    if (oversubscribed_) return "more ranks than cores: yield when idle";
+    std::vector<gpurdma::topo::RankPlacement> on_host;
+    for (int r = 0; r < size; ++r)
+        if (hosts_[static_cast<size_t>(r)] == host) on_host.push_back(placements_[static_cast<size_t>(r)]);
+    const auto d = gpurdma::topo::decide_wait(on_host);
+    std::string text = "wait on " + host + ": " + d.describe();
     const double us = context->config.spin_us;
-    if (us < 0) return "spin when idle";
-    char text[64];
-    std::snprintf(text, sizeof text, "spin when idle, yield after %g us", us);
+    if (!d.yield && us >= 0) {
+        char budget[64];
+        std::snprintf(budget, sizeof budget, "; yield after %g us", us);
+        text += budget;
+    }
+    return text;
+}
+
+std::string gpurdma_comm::wait_policies() const
+{
+    std::string text;
+    std::set<std::string> done;
+    for (const auto &h : hosts_)
+        if (done.insert(h).second) text += (text.empty() ? "" : "; ") + wait_policy(h);
     return text;
 }
 
@@ -127,7 +143,7 @@ void gpurdma_comm::log_summary(std::chrono::steady_clock::time_point t0) const
                              : ("direct up to " + format_bytes(node_direct_max_) +
                                 " (one wait, everyone reduces all), above: reduce-scatter/allgather (two waits)")
                                    .c_str(),
-                         wait_policy().c_str(), ms);
+                         wait_policies().c_str(), ms);
         return;
     }
     // Auto's choices over the sizes, as ranges: "recursive-doubling up to 32 KiB, hierarchical above".
@@ -151,7 +167,7 @@ void gpurdma_comm::log_summary(std::chrono::steady_clock::time_point t0) const
                                              " ms").c_str()
                                           : "",
                      gpurdma::plan::describe(p.model).c_str(), format_bytes(p.chunk_size).c_str(), cfg.slots,
-                     wait_policy().c_str(), ms);
+                     wait_policies().c_str(), ms);
     if (topo_.nodes() < 2) return;
     // One line per node: its ranks and which rank carries each slice (rail) between nodes.
     for (int k = 0; k < topo_.nodes(); ++k) {
@@ -252,11 +268,9 @@ gpurdma::transport::NodeArenaLayout gpurdma_comm::arena_layout() const
 
 // Local part of set-up once the host names are known: topology, then the node's
 // shared segment (created by the node's first rank) and this rank's UCX region.
-bool gpurdma_comm::setup_local(const std::vector<std::string> &hosts, std::string *why)
+bool gpurdma_comm::setup_local(const std::vector<std::string> &nodes, std::string *why)
 {
-    std::string warning;
-    topo_ = gpurdma::topo::build_topology(hosts, context->logical_nodes, &warning);
-    if (!warning.empty() && rank == 0) context->log.log(0, "%s: %s", name.c_str(), warning.c_str());
+    topo_ = gpurdma::topo::build_topology(nodes);
     const auto &members = topo_.members[static_cast<size_t>(topo_.node_of[rank])];
     node_path_ = gpurdma::plan::uses_node_allreduce(topo_, context->plan);
     // The node allreduce's direct form (everyone reduces all, one wait). With two ranks
@@ -266,7 +280,12 @@ bool gpurdma_comm::setup_local(const std::vector<std::string> &hosts, std::strin
     const size_t small = context->plan.small_msg_max;
     node_direct_max_ = members.size() == 2 && small > 0 ? SIZE_MAX : small;
     node_index_ = static_cast<int>(std::lower_bound(members.begin(), members.end(), rank) - members.begin());
-    oversubscribed_ = std::max(static_cast<int>(members.size()), context->config.local_processes) > usable_cpus();
+    // The whole host decides, from every rank's placement: all its ranks wait alike.
+    std::vector<gpurdma::topo::RankPlacement> on_host;
+    for (int r = 0; r < size; ++r)
+        if (hosts_[static_cast<size_t>(r)] == hosts_[static_cast<size_t>(rank)])
+            on_host.push_back(placements_[static_cast<size_t>(r)]);
+    oversubscribed_ = gpurdma::topo::decide_wait(on_host).yield;
     const size_t segment_bytes = channel_bytes() + (node_path_ ? arena_layout().bytes() : 0);
     const auto &cfg = context->config;
     const auto peers = [this](int r) { return remote_peers(r); };
@@ -354,12 +373,20 @@ gpurdma_status_t gpurdma_comm::ensure_setup()
     w1.u32(cfg.calibrate ? 1 : 0);
     w1.str(context->algorithm_text);
     w1.str(context->logical_nodes);
-    w1.str(this_host());
+    w1.str(context->host);
+    w1.str(context->node);
     w1.str(context->rail_device);
+    const std::vector<int> cpus = gpurdma::topo::own_cpus();
+    w1.u32(static_cast<uint32_t>(cpus.size()));
+    for (int c : cpus) w1.u32(static_cast<uint32_t>(c));
+    w1.u32(static_cast<uint32_t>(std::max(0, cfg.local_processes)));
+    w1.u32(static_cast<uint32_t>(context->host_cpus));
     std::vector<std::string> blobs;
     if (!exchange(w1.take(), &blobs)) return decline("set-up exchange failed");
     hosts_.assign(static_cast<size_t>(size), "?");
     devices_.assign(static_cast<size_t>(size), "");
+    placements_.assign(static_cast<size_t>(size), {});
+    std::vector<std::string> nodes(static_cast<size_t>(size));
     for (int r = 0; r < size; ++r) {
         gpurdma::wire::Reader rd(blobs[r]);
         uint32_t version = 0, slots = 0;
@@ -371,8 +398,9 @@ gpurdma_status_t gpurdma_comm::ensure_setup()
         for (auto &b : their_model) readable = readable && rd.u64(&b);
         uint32_t calibrates = 0;
         readable = readable && rd.u32(&calibrates);
-        if (!readable || !rd.str(&algorithm) || !rd.str(&logical) || !rd.str(&hosts_[r]) || !rd.str(&devices_[r]))
-            return decline("rank " + std::to_string(r) + " runs another gpurdma version");
+        readable = readable && rd.str(&algorithm) && rd.str(&logical) && rd.str(&hosts_[r]) && rd.str(&nodes[r]) &&
+                   rd.str(&devices_[r]) && read_placement(rd, &placements_[r]);
+        if (!readable) return decline("rank " + std::to_string(r) + " runs another gpurdma version");
         // Everything that shapes the plan must be the same on every rank.
         if (slots != static_cast<uint32_t>(cfg.slots) || chunk != cfg.chunk_size ||
             node_chunk != context->plan.node_chunk || small != context->plan.small_msg_max ||
@@ -386,7 +414,7 @@ gpurdma_status_t gpurdma_comm::ensure_setup()
     // Round 2: local resources, then everyone's addresses. A rank that failed still
     // takes part (ok = 0) so that every rank reaches the same decision.
     std::string why;
-    const bool ok = setup_local(hosts_, &why);
+    const bool ok = setup_local(nodes, &why);
     gpurdma::wire::Writer w2;
     w2.u32(ok ? 1 : 0);
     w2.str(segment_ ? segment_->name() : "");
@@ -562,7 +590,7 @@ gpurdma_status_t gpurdma_comm::drive(Advance advance, Position position, Waiting
             std::snprintf(secs, sizeof secs, "%.0f", timeout);
             return fail(GPURDMA_ERR_TIMEOUT, name + ": allreduce timed out after " + secs + " s in " + stage +
                                                  waiting(false) + " (this is rank " + std::to_string(rank) +
-                                                 " on host " + this_host() + ")");
+                                                 " on host " + context->host + ")");
         }
     }
 }

@@ -14,6 +14,7 @@
 #include "gpurdma/gpurdma.h"
 #include "mem/cuda_driver.h"
 #include "plan/schedule.h"
+#include "topo/placement.h"
 #include "topo/topology.h"
 #include "transport/node_arena.h"
 #include "transport/router.h"
@@ -52,12 +53,13 @@ private:
     std::string calibrate();
     // Round trips of `bytes` between this rank and peer (both call it; leader times).
     bool ping_pong(int peer, bool leader, size_t bytes, int reps, double *min_rtt_us);
-    bool setup_local(const std::vector<std::string> &hosts, std::string *why);
+    bool setup_local(const std::vector<std::string> &nodes, std::string *why);
     std::string setup_connect(const std::vector<std::string> &blobs);
     void release_transports();
     std::vector<int> remote_peers(int r) const;
     void log_summary(std::chrono::steady_clock::time_point t0) const;
-    std::string wait_policy() const;  // spin or yield, for the set-up line
+    std::string wait_policy(const std::string &host) const;  // one host's spin or yield, and why
+    std::string wait_policies() const;                       // every host's, for the set-up line
     bool exchange(const std::string &mine, std::vector<std::string> *all);
     const gpurdma::plan::Schedule &schedule_for(size_t count, size_t elem_size, bool in_place);
     gpurdma_status_t run(const gpurdma::plan::Schedule &schedule, const void *sendbuf, void *recvbuf,
@@ -82,6 +84,7 @@ private:
     double calibration_ms_ = -1;      // how long calibration took (-1: not done)
     std::vector<std::string> hosts_;
     std::vector<std::string> devices_;  // each rank's rail NIC ("" = UCX's choice)
+    std::vector<gpurdma::topo::RankPlacement> placements_;  // each rank's CPUs, for the wait policy
     // Declared in release order: router, then channels, then the segment they use.
     std::unique_ptr<gpurdma::transport::ShmSegment> segment_;
     std::unique_ptr<gpurdma::transport::ShmChannels> shm_;
@@ -95,7 +98,7 @@ private:
     size_t node_direct_max_ = 0;  // largest message for the direct form (set up once)
     uint64_t next_block_ = 0;  // sequence number of the next arena block
     std::vector<uint64_t> consumed_seen_;  // node ranks' Consumed counters as last read
-    bool oversubscribed_ = false; // more ranks on this node than cores: yield when idle
+    bool oversubscribed_ = false; // this host's ranks cannot each keep a CPU: yield when idle
     std::vector<char> stage_send_;  // host copies of GPU buffers (kept between calls)
     std::vector<char> stage_recv_;
     // GPU buffers: the device path, or staging when it declines (core/device_allreduce.cpp).

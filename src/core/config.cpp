@@ -17,6 +17,7 @@ extern "C" void gpurdma_config_default(gpurdma_config_t *config)
     config->logical_nodes = "";
     config->net_devices = "";
     config->cuda = 1;
+    config->local_rank = -1;
     config->spin_us = 20.0;
     config->calibrate = 0;
     const gpurdma::plan::CostModel model;

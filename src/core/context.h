@@ -16,6 +16,9 @@ struct gpurdma_context {
     std::string logical_nodes;
     std::string net_devices;    // coll_gpurdma_net_devices as given
     std::string rail_device;    // the NIC this process uses between nodes ("" = UCX's choice)
+    std::string host;           // this host's name
+    std::string node;           // this process's node: the host, or its logical node ("host#k")
+    int host_cpus = 0;          // CPUs the host gives the job (cpuset, quota), for the wait policy
     gpurdma::plan::PlanParams plan;
     gpurdma::Logger log;
     std::unique_ptr<gpurdma::transport::UcxContext> ucx;  // started by the first set-up

@@ -16,6 +16,7 @@
 #include "mem/ipc_cache.h"
 #include "reduce/reduce.h"
 #include "reduce/reduce_device.h"
+#include "topo/topology.h"
 #include "transport/shm_segment.h"
 
 namespace gpurdma::core {
@@ -42,13 +43,6 @@ void put(char (&dst)[N], const std::string &s)
 {
     std::strncpy(dst, s.c_str(), N - 1);
     dst[N - 1] = '\0';
-}
-
-std::string this_host()
-{
-    char buf[256] = {0};
-    if (gethostname(buf, sizeof buf - 1) != 0) return "unknown-host";
-    return buf;
 }
 
 }  // namespace
@@ -143,7 +137,7 @@ bool DeviceAllreduce::setup(const mem::PointerInfo &info, std::string *error)
 {
     const auto &d = CudaDriver::instance();
     SetupBlob mine{};
-    put(mine.host, this_host());
+    put(mine.host, gpurdma::topo::this_host());
     std::string why = setup_local(info);
     if (why.empty() && size_ > 1) {
         char bus[32] = {0};
@@ -314,7 +308,7 @@ bool DeviceAllreduce::wait_for(int what, uint64_t seq, const char *stage, std::s
             if (spin % 256 == 0 &&
                 std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() > timeout) {
                 *error = name_ + ": device allreduce timed out in " + stage + " waiting for " + describe(r) +
-                         " (this is rank " + std::to_string(rank_) + " on host " + this_host() + ")";
+                         " (this is rank " + std::to_string(rank_) + " on host " + gpurdma::topo::this_host() + ")";
                 return false;
             }
         }

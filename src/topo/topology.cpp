@@ -5,6 +5,8 @@
 #include <map>
 #include <numeric>
 
+#include <unistd.h>
+
 namespace gpurdma::topo {
 
 int Topology::max_ppn() const
@@ -31,6 +33,13 @@ std::string Topology::summary() const
     return s + " ranks)";
 }
 
+std::string this_host()
+{
+    char buf[256] = {0};
+    if (gethostname(buf, sizeof buf - 1) != 0) return "unknown-host";
+    return buf;
+}
+
 bool parse_node_sizes(const std::string &text, std::vector<int> *sizes)
 {
     sizes->clear();
@@ -53,68 +62,62 @@ bool parse_node_sizes(const std::string &text, std::vector<int> *sizes)
     return !sizes->empty();
 }
 
+std::string logical_node(const std::string &host, const std::string &logical_nodes, int local_rank,
+                         int local_processes, std::string *warning)
+{
+    if (logical_nodes.empty()) return host;
+    std::vector<int> sizes;
+    if (!parse_node_sizes(logical_nodes, &sizes)) {
+        *warning = "logical_nodes '" + logical_nodes + "' is not K or a comma-separated list of sizes; ignored";
+        return host;
+    }
+    if (local_rank < 0 || local_processes <= local_rank) {
+        *warning = "logical_nodes '" + logical_nodes + "' needs the process's local rank, which is unknown; ignored";
+        return host;
+    }
+    if (sizes.size() == 1) return host + "#" + std::to_string(local_rank / sizes[0]);
+    const long sum = std::accumulate(sizes.begin(), sizes.end(), 0L);
+    if (sum != local_processes) {
+        *warning = "logical_nodes '" + logical_nodes + "' does not add up to the " + std::to_string(local_processes) +
+                   " processes on host " + host + "; ignored";
+        return host;
+    }
+    int k = 0;
+    for (long end = sizes[0]; local_rank >= end; end += sizes[static_cast<size_t>(k)]) ++k;
+    return host + "#" + std::to_string(k);
+}
+
+Topology build_topology(const std::vector<std::string> &nodes)
+{
+    Topology t;
+    t.size = static_cast<int>(nodes.size());
+    // Ranks in rank order, so nodes come out ordered by their lowest rank.
+    std::map<std::string, int> index;
+    t.node_of.assign(nodes.size(), -1);
+    t.local_rank.assign(nodes.size(), -1);
+    for (int r = 0; r < t.size; ++r) {
+        const auto it = index.emplace(nodes[static_cast<size_t>(r)], t.nodes()).first;
+        if (it->second == t.nodes()) {
+            t.members.emplace_back();
+            t.node_names.push_back(it->first);
+        }
+        auto &m = t.members[static_cast<size_t>(it->second)];
+        t.node_of[static_cast<size_t>(r)] = it->second;
+        t.local_rank[static_cast<size_t>(r)] = static_cast<int>(m.size());
+        m.push_back(r);
+    }
+    return t;
+}
+
 Topology build_topology(const std::vector<std::string> &hosts, const std::string &logical_nodes,
                         std::string *warning)
 {
-    Topology t;
-    t.size = static_cast<int>(hosts.size());
-    // Ranks per host, in rank order, hosts in order of first appearance.
-    std::vector<std::string> host_order;
-    std::map<std::string, std::vector<int>> by_host;
-    for (int r = 0; r < t.size; ++r) {
-        auto &v = by_host[hosts[r]];
-        if (v.empty()) host_order.push_back(hosts[r]);
-        v.push_back(r);
-    }
-    std::vector<int> sizes;
-    bool split = false;
-    if (!logical_nodes.empty()) {
-        if (!parse_node_sizes(logical_nodes, &sizes)) {
-            *warning = "logical_nodes '" + logical_nodes + "' is not K or a comma-separated list of sizes; ignored";
-        } else if (sizes.size() > 1) {
-            const long sum = std::accumulate(sizes.begin(), sizes.end(), 0L);
-            bool fits = true;
-            for (const auto &h : host_order)
-                if (static_cast<long>(by_host[h].size()) != sum) fits = false;
-            if (fits) split = true;
-            else *warning = "logical_nodes '" + logical_nodes + "' does not add up to the ranks on every host; ignored";
-        } else {
-            split = true;
-        }
-    }
-    for (const auto &h : host_order) {
-        const auto &ranks = by_host[h];
-        if (!split) {
-            t.members.push_back(ranks);
-            t.node_names.push_back(h);
-            continue;
-        }
-        size_t pos = 0;
-        for (int k = 0; pos < ranks.size(); ++k) {
-            const size_t n = sizes.size() == 1 ? static_cast<size_t>(sizes[0]) : static_cast<size_t>(sizes[k]);
-            const size_t end = std::min(ranks.size(), pos + n);
-            t.members.emplace_back(ranks.begin() + static_cast<long>(pos), ranks.begin() + static_cast<long>(end));
-            t.node_names.push_back(h + "#" + std::to_string(k));
-            pos = end;
-        }
-    }
-    // Nodes ordered by their lowest rank, so every rank numbers them alike.
-    std::vector<size_t> order(t.members.size());
-    std::iota(order.begin(), order.end(), 0);
-    std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return t.members[a][0] < t.members[b][0]; });
-    Topology sorted = t;
-    for (size_t i = 0; i < order.size(); ++i) {
-        sorted.members[i] = t.members[order[i]];
-        sorted.node_names[i] = t.node_names[order[i]];
-    }
-    sorted.node_of.assign(static_cast<size_t>(t.size), -1);
-    sorted.local_rank.assign(static_cast<size_t>(t.size), -1);
-    for (size_t n = 0; n < sorted.members.size(); ++n)
-        for (size_t i = 0; i < sorted.members[n].size(); ++i) {
-            sorted.node_of[sorted.members[n][i]] = static_cast<int>(n);
-            sorted.local_rank[sorted.members[n][i]] = static_cast<int>(i);
-        }
-    return sorted;
+    std::map<std::string, int> on_host;
+    for (const auto &h : hosts) ++on_host[h];
+    std::map<std::string, int> seen;
+    std::vector<std::string> nodes;
+    for (const auto &h : hosts) nodes.push_back(logical_node(h, logical_nodes, seen[h]++, on_host[h], warning));
+    return build_topology(nodes);
 }
 
 }  // namespace gpurdma::topo

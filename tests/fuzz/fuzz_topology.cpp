@@ -56,8 +56,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     for (int c : seen) CHECK(c == 1);
     CHECK(t.max_ppn() >= t.min_ppn() && t.min_ppn() >= 1);
     (void)t.summary();
-    if (!warning.empty()) {
-        // Ignored override: exactly one node per host.
+    if (!gpurdma::topo::parse_node_sizes(text, &sizes)) {
+        // A malformed override is ignored: one node per host.
+        CHECK(warning.empty() == text.empty());
         CHECK(t.nodes() <= nhosts);
     }
     return 0;

@@ -98,6 +98,35 @@ for np in 2 3 4 5 8; do
     [ "$np" -ge 5 ] && args+=(--quick)
     run "allreduce np=$np shm" used 300 -- -np "$np" "${on[@]}" "$bin/allreduce_check" "${args[@]}"
 done
+
+# The wait policy comes from the host's placement, not a rank's own mask: under
+# Open MPI's default launch (a core per rank at np <= 2, a package above) two ranks
+# on two CPUs spin, and more ranks than the host's CPUs yield.
+saved_common=("${common[@]}")
+default_launch=()
+skip=0
+for a in "${common[@]}"; do
+    if [ "$skip" = 1 ]; then skip=0; continue; fi
+    if [ "$a" = --bind-to ]; then skip=1; continue; fi
+    default_launch+=("$a")
+done
+common=("${default_launch[@]}")
+USED_PATTERN="wait on .*: spin: 2 ranks, each on a CPU of its own" \
+    run "wait policy np=2 default binding: spin" used 120 -- -np 2 "${on[@]}" "$bin/allreduce_check" --quick --strict
+if [ "$(nproc)" -lt 4 ]; then
+    USED_PATTERN="wait on .*: yield when idle: 4 ranks" \
+        run "wait policy np=4 default binding: yield" used 120 -- -np 4 "${on[@]}" "$bin/allreduce_check" --quick --strict
+fi
+common=("${saved_common[@]}")
+
+# Same bits as Open MPI's own op where the order is fixed (two ranks): float, double,
+# long double and complex SUM/PROD/MIN/MAX against the previous module and MPI_Reduce_local.
+run "same bits as Open MPI's op np=2" used 120 -- -np 2 "${on[@]}" "$bin/same_bits_check"
+# A process's logical node is the same in every communicator: halves split across
+# the world's two logical nodes are 2 nodes x 2 ranks and go hierarchical.
+USED_PATTERN="SPLIT FROM 0 (cid [0-9]*): 4 ranks on 1 host(s), 2 nodes x 2 ranks;.*hierarchical" \
+    run "logical nodes follow the process np=8" used 300 -- -np 8 "${on[@]}" --mca coll_gpurdma_logical_nodes 4 \
+    "$bin/split_nodes_check"
 # Inside one node gpurdma uses its own shared memory, not UCX: one logical node per
 # rank puts every transfer on UCX, over tcp and over UCX's shared-memory transports.
 run_retry "flat over UCX tcp np=4" used 300 UCX_TLS=tcp -- -np 4 "${on[@]}" --mca coll_gpurdma_logical_nodes 1 \

@@ -62,3 +62,25 @@ TEST(Topology, ParseNodeSizes)
     EXPECT_FALSE(parse_node_sizes("99999999999", &s));
     EXPECT_FALSE(parse_node_sizes(" 2", &s));
 }
+
+// A process's logical node comes from its local rank in the job, so a communicator
+// split across logical nodes (world ranks 0 and 2 with nodes of 2) spans two nodes.
+TEST(Topology, LogicalNodeFollowsTheProcess)
+{
+    using gpurdma::topo::logical_node;
+    std::string warn;
+    EXPECT_EQ(logical_node("h", "2", 0, 4, &warn), "h#0");
+    EXPECT_EQ(logical_node("h", "2", 2, 4, &warn), "h#1");
+    EXPECT_EQ(logical_node("h", "", 3, 4, &warn), "h");
+    const char *expected[] = {"h#0", "h#0", "h#0", "h#1", "h#2", "h#2"};
+    for (int r = 0; r < 6; ++r) EXPECT_EQ(logical_node("h", "3,1,2", r, 6, &warn), expected[r]) << r;
+    EXPECT_TRUE(warn.empty());
+    const auto split = build_topology({logical_node("h", "2", 0, 4, &warn), logical_node("h", "2", 2, 4, &warn)});
+    EXPECT_EQ(split.nodes(), 2);
+    EXPECT_EQ(split.summary(), "2 nodes x 1 rank");
+    EXPECT_EQ(logical_node("h", "1,1", 1, 4, &warn), "h");
+    EXPECT_NE(warn.find("does not add up to the 4 processes on host h"), std::string::npos) << warn;
+    warn.clear();
+    EXPECT_EQ(logical_node("h", "2", -1, 4, &warn), "h");
+    EXPECT_NE(warn.find("local rank"), std::string::npos) << warn;
+}

@@ -286,6 +286,8 @@ static void validated_config(gpurdma_config_t *c)
     /* The whole job's processes on this node, not just a communicator's: ranks of other
      * communicators may be the ones our spinning would starve. */
     c->local_processes = opal_process_info.num_local_peers + 1;
+    /* Fixed for the process's life: its logical node is the same in every communicator. */
+    c->local_rank = opal_process_info.my_local_rank;
     mca_coll_gpurdma_globals.cuda = c->cuda;
     if (gdr_level_param && gpurdma_gdr_level_valid(gdr_level_param))
         c->gdr_level = gdr_level_param;
