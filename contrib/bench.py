@@ -8,6 +8,18 @@ a PNG (latency and bus bandwidth against size).
   contrib/bench.py --np 2,4 --max 64M --out results/
   contrib/bench.py --np 2,4 --cluster 2x2      # also 2 hosts x 2 ranks on the namespace cluster (root)
   contrib/bench.py --repeat 3                  # each sweep 3 times, configs interleaved; medians
+  contrib/bench.py --np 2 --scenarios default,busy,bind-none --osu-defaults
+
+Every run uses Open MPI's default launch (`mpirun -np N`, its own binding and mapping,
+no pml override), as users run, unless a named scenario says otherwise:
+  default     the default launch on an idle machine (the headline)
+  busy        the default launch with one CPU-bound process running beside the job
+  bind-none   --bind-to none
+  bind-core   --bind-to core
+  map-socket  --map-by socket
+More ranks than CPUs adds --oversubscribe (mpirun refuses otherwise), named in the label.
+--osu-defaults leaves the iteration counts and warm-up to the benchmark (OSU's: 1000
+and 200, 100 and 10 above 8 KiB) instead of this script's longer runs.
 
 On a shared or virtual machine one sweep can land in a slow spell that the next
 config's sweep misses. --repeat runs every config's sweep N times in rounds (tuned,
@@ -34,6 +46,16 @@ CONFIGS = {
 }
 
 
+# name: (extra mpirun arguments, run a CPU-bound process beside the job?)
+SCENARIOS = {
+    "default": ([], False),
+    "busy": ([], True),
+    "bind-none": (["--bind-to", "none"], False),
+    "bind-core": (["--bind-to", "core"], False),
+    "map-socket": (["--map-by", "socket"], False),
+}
+
+
 def parse_size(text):
     m = re.fullmatch(r"(\d+)([KMG]?)", text.strip().upper())
     if not m:
@@ -53,13 +75,16 @@ def mpi_env():
 
 
 def run_osu(binary, np_, config, lo, hi, iters, warmup, dtype, extra_mpirun, timeout, cluster=False,
-            memcpy_ref=False):
+            memcpy_ref=False, scenario="default"):
     # On the namespace cluster, contrib/cluster.sh adds the launch options (rsh agent,
     # hostfile, interfaces, pml ob1 with btl tcp between hosts).
-    launcher = ([os.path.join(TOP, "contrib", "cluster.sh"), "run"] if cluster else
-                ["mpirun", "--oversubscribe", "--bind-to", "none", "--mca", "pml", "ob1"])
+    if cluster:
+        launcher = [os.path.join(TOP, "contrib", "cluster.sh"), "run"]
+    else:
+        launcher = ["mpirun"] + (["--oversubscribe"] if np_ > os.cpu_count() else []) + SCENARIOS[scenario][0]
+    counts = [] if iters is None else ["-i", str(iters), "-x", str(warmup)]
     cmd = (launcher + ["-np", str(np_)] + CONFIGS[config] + extra_mpirun
-           + [binary, "-m", f"{lo}:{hi}", "-i", str(iters), "-x", str(warmup), "-T", dtype, "-f"]
+           + [binary, "-m", f"{lo}:{hi}"] + counts + ["-T", dtype, "-f"]
            + (["--memcpy-ref"] if memcpy_ref else []))
     out = subprocess.run(cmd, env=mpi_env(), capture_output=True, text=True, timeout=timeout)
     if out.returncode != 0:
@@ -80,6 +105,11 @@ def run_osu(binary, np_, config, lo, hi, iters, warmup, dtype, extra_mpirun, tim
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--np", default="2,4", help="comma-separated rank counts (default 2,4)")
+    ap.add_argument("--scenarios", default="default",
+                    help="comma-separated launch scenarios for every --np: " + ", ".join(SCENARIOS) +
+                         " (default: default, Open MPI's default launch)")
+    ap.add_argument("--osu-defaults", action="store_true",
+                    help="OSU's own iteration counts and warm-up (one run per config over all sizes)")
     ap.add_argument("--min", type=parse_size, default=8)
     ap.add_argument("--max", type=parse_size, default=64 << 20)
     ap.add_argument("--split", type=parse_size, default=1 << 20,
@@ -103,8 +133,15 @@ def main():
     ap.add_argument("--cluster", default="",
                     help="HOSTSxRANKS, e.g. 2x2: also run on the namespace cluster (contrib/cluster.sh, root)")
     args = ap.parse_args()
-    # Runs: (label, ranks, on the cluster?)
-    runs = [(f"np={n}", int(n), False) for n in args.np.split(",") if n]
+    # Runs: (label, ranks, on the cluster?, scenario)
+    runs = []
+    for scenario in args.scenarios.split(","):
+        if scenario not in SCENARIOS:
+            ap.error(f"unknown scenario {scenario!r}: one of {', '.join(SCENARIOS)}")
+        for n in (int(x) for x in args.np.split(",") if x):
+            label = f"np={n}" + ("" if scenario == "default" else f" {scenario}")
+            label += " oversubscribed" if n > os.cpu_count() else ""
+            runs.append((label, n, False, scenario))
     cluster_hosts = 0
     if args.cluster:
         m = re.fullmatch(r"(\d+)x(\d+)", args.cluster)
@@ -117,7 +154,7 @@ def main():
         os.environ["GPURDMA_CLUSTER_SLOTS"] = str(per_host)
         os.environ["GPURDMA_CLUSTER_TIMEOUT"] = str(args.timeout)
         subprocess.run([os.path.join(TOP, "contrib", "cluster.sh"), "up", str(cluster_hosts)], check=True)
-        runs.append((f"cluster {cluster_hosts}x{per_host}", cluster_hosts * per_host, True))
+        runs.append((f"cluster {cluster_hosts}x{per_host}", cluster_hosts * per_host, True, "default"))
     try:
         bench_all(args, runs)
     finally:
@@ -136,27 +173,41 @@ def bench_all(args, runs):
     commands = []
     memcpy = {}  # label -> (bytes, median GB/s), measured by osu-compat's rank 0 in the same run
     for bench, binary in binaries:
-        for label, np_, on_cluster in runs:
+        for label, np_, on_cluster, scenario in runs:
             samples = {c: {} for c in configs}  # config -> size -> [latency per round]
             copies = []
             small_iters = args.iters if on_cluster else args.small_iters
             bands = ((args.min, min(args.max, args.small_split), small_iters),
                      (max(args.min, args.small_split * 2), min(args.max, args.split), args.iters),
                      (args.split * 2, args.max, args.large_iters))
-            for _ in range(max(1, args.repeat)):
-                for config in configs:
-                    for lo, hi, iters in bands:
-                        if lo > hi:
-                            continue
-                        ref = bench == "osu-compat" and config == configs[0] and lo > args.split
-                        r, cmd, mc = run_osu(binary, np_, config, lo, hi, iters, max(1, iters // 10), args.type,
-                                             args.mpirun_arg, args.timeout, on_cluster, ref)
-                        if mc:
-                            copies.append(mc)
-                        for size, lat in r.items():
-                            samples[config].setdefault(size, []).append(lat)
-                        if cmd not in commands:
-                            commands.append(cmd)
+            if args.osu_defaults:
+                bands = ((args.min, args.max, None),)
+            # The busy scenario: one CPU-bound process beside the job, as on a node where
+            # something else is awake, for all of this run's rounds.
+            busy = (subprocess.Popen(["sh", "-c", "while :; do :; done"]) if SCENARIOS[scenario][1] else None)
+            try:
+                for _ in range(max(1, args.repeat)):
+                    for config in configs:
+                        for lo, hi, iters in bands:
+                            if lo > hi:
+                                continue
+                            ref = (bench == "osu-compat" and config == configs[0]
+                                   and (lo > args.split or iters is None))
+                            r, cmd, mc = run_osu(binary, np_, config, lo, hi, iters,
+                                                 None if iters is None else max(1, iters // 10), args.type,
+                                                 args.mpirun_arg, args.timeout, on_cluster, ref, scenario)
+                            if mc:
+                                copies.append(mc)
+                            for size, lat in r.items():
+                                samples[config].setdefault(size, []).append(lat)
+                            if busy:
+                                cmd += "  # with: sh -c 'while :; do :; done' running"
+                            if cmd not in commands:
+                                commands.append(cmd)
+            finally:
+                if busy:
+                    busy.kill()
+                    busy.wait()
             if copies:
                 memcpy[label] = (copies[0][0], statistics.median(gbps for _, gbps in copies))
             for config in configs:

@@ -54,7 +54,7 @@
 #define OSUC_DEF_MAX_SIZE  ((size_t)1 << 20)
 #define OSUC_LARGE_SIZE    ((size_t)8192) /* sizes above use *_large counts */
 #define OSUC_ITERS_SMALL   1000
-#define OSUC_SKIP_SMALL    100
+#define OSUC_SKIP_SMALL    200
 #define OSUC_ITERS_LARGE   100
 #define OSUC_SKIP_LARGE    10
 #define OSUC_VAL_WARMUP    5  /* default extra allreduces per iter with -c */
@@ -152,7 +152,7 @@ static const struct osuc_help osuc_help_table[] = {
      "1000; 100 for sizes above 8192 bytes; -i sets both)"},
     {'x', "warmup",
      "ITER - set number of warmup iterations to skip\n"
-     "before timing (default 100; 10 for sizes above 8192\n"
+     "before timing (default 200; 10 for sizes above 8192\n"
      "bytes; -x sets both)"},
     {'M', "mem-limit",
      "SIZE - set per process maximum memory consumption\n"
