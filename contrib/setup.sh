@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs what gpurdma needs on Debian 12 (only what is missing), then builds it.
+# Installs what gpurdma needs on Debian 12 (Open MPI 4.1) or Debian 13 (Open MPI 5.0),
+# only what is missing, then builds it.
 # Usage: contrib/setup.sh [configure options...]
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -17,6 +18,54 @@ if [ ${#missing[@]} -gt 0 ]; then
     [ "$(id -u)" -ne 0 ] && sudo=sudo
     $sudo apt-get update -qq
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+# Debian 13's libopenmpi-dev (5.0.7) installs opal_config.h, which names headers in
+# opal/mca/threads/pthreads/ (threads_pthreads_threads.h, ...), but not that directory
+# (Open MPI's install list misses it). Its headers are taken, unchanged, from the source
+# package of the very version installed, into Open MPI's own include directory.
+ompi_inc=""
+for d in $(mpicc --showme:incdirs 2>/dev/null); do [ -f "$d/opal_config.h" ] && ompi_inc=$d; done
+threads_missing=0
+if [ -n "$ompi_inc" ]; then
+    for h in $(grep -o '"opal/mca/threads/[a-z0-9_]*/[a-z0-9_]*\.h"' "$ompi_inc/opal_config.h" | tr -d '"'); do
+        [ -f "$ompi_inc/$h" ] || threads_missing=1
+    done
+fi
+if [ "$threads_missing" = 1 ]; then
+    sudo=""
+    [ "$(id -u)" -ne 0 ] && sudo=sudo
+    echo "== $ompi_inc/opal/mca/threads/pthreads/ is missing (Debian's libopenmpi-dev): taking it from the openmpi source package"
+    need=()
+    for p in xz-utils bzip2 ca-certificates; do
+        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || need+=("$p")
+    done
+    [ ${#need[@]} -eq 0 ] || DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${need[@]}"
+    version=$(dpkg-query -W -f='${source:Version}' libopenmpi-dev)
+    src=$(mktemp -d)
+    fetch_source() { (cd "$src" && apt-get source -qq --download-only "openmpi=$version" >/dev/null 2>&1); }
+    if ! fetch_source; then
+        # A deb-src line built from this machine's own apt source, if it has none.
+        if ! apt-get indextargets --no-release-info 'Created-By: Sources' 2>/dev/null | grep -q .; then
+            read -r uri keyring < <(bash "$top/contrib/apt-source.sh")
+            codename=$(. /etc/os-release && echo "$VERSION_CODENAME")
+            echo "== adding deb-src $uri $codename main (/etc/apt/sources.list.d/gpurdma-deb-src.sources)"
+            {
+                echo "Types: deb-src"
+                echo "URIs: $uri"
+                echo "Suites: $codename"
+                echo "Components: main"
+                if [ -n "${keyring:-}" ]; then echo "Signed-By: $keyring"; fi
+            } | $sudo tee /etc/apt/sources.list.d/gpurdma-deb-src.sources >/dev/null
+        fi
+        $sudo apt-get update -qq
+        fetch_source || { rm -rf "$src"; echo "setup.sh: apt-get source openmpi=$version failed" >&2; exit 1; }
+    fi
+    tar -xf "$src"/openmpi_*.orig.tar.* -C "$src" --wildcards '*/opal/mca/threads/pthreads/*.h'
+    $sudo install -d "$ompi_inc/opal/mca/threads/pthreads"
+    $sudo install -m 644 "$src"/openmpi-*/opal/mca/threads/pthreads/*.h "$ompi_inc/opal/mca/threads/pthreads/"
+    rm -rf "$src"
+    echo "== installed $(ls "$ompi_inc/opal/mca/threads/pthreads" | tr '\n' ' ')"
 fi
 
 # Out-of-tree build in $GPURDMA_BUILD (default build/), so other configurations

@@ -336,8 +336,14 @@ if selected "exhaustion: UCX cannot connect"; then
     name="exhaustion: UCX cannot connect (no common transport) np=2"
     out="$log_dir/noconnect.log"
     # Rank 0 offers only tcp, rank 1 only shared memory: no transport reaches the peer.
+    # One program with a per-rank setting, not "-np 1 a : -np 1 b": Open MPI 5.0.7's
+    # mpirun crashes on multi-program launches (open-mpi/ompi#13303).
+    per_rank="$log_dir/per-rank-tls.sh"
+    printf '#!/bin/sh\nif [ "${OMPI_COMM_WORLD_RANK:-0}" = 0 ]; then UCX_TLS=tcp; else UCX_TLS=sysv,cma; fi\nexport UCX_TLS\nexec "$@"\n' \
+        >"$per_rank"
+    chmod +x "$per_rank"
     mpijob "$out" 120 -- "${on[@]}" --mca coll_gpurdma_logical_nodes 1 \
-        -np 1 -x UCX_TLS=tcp "$bin/load_check" 300 3 1024 : -np 1 -x UCX_TLS=sysv,cma "$bin/load_check" 300 3 1024
+        -np 2 "$per_rank" "$bin/load_check" 300 3 1024
     why=""
     [ $rc -eq 0 ] || why="exit code $rc"
     grep -q "load_check: [0-9]* passed, 0 failed" "$out" || why="${why:-no 'passed, 0 failed' summary}"

@@ -14,6 +14,8 @@
 #include "ompi/mca/coll/coll.h"
 #include "opal/class/opal_object.h"
 
+#include "coll_gpurdma_compat.h"
+
 #include "gpurdma/gpurdma.h"
 
 BEGIN_C_DECLS
@@ -32,7 +34,7 @@ typedef struct mca_coll_gpurdma_globals {
 
 extern mca_coll_gpurdma_globals_t mca_coll_gpurdma_globals;
 
-OMPI_MODULE_DECLSPEC extern const mca_coll_base_component_2_0_0_t mca_coll_gpurdma_component;
+GPURDMA_COMPONENT_DECLSPEC extern const GPURDMA_COLL_COMPONENT_T mca_coll_gpurdma_component;
 
 typedef struct mca_coll_gpurdma_module {
     mca_coll_base_module_t super;
@@ -51,8 +53,8 @@ OBJ_CLASS_DECLARATION(mca_coll_gpurdma_module_t);
 int mca_coll_gpurdma_init_query(bool enable_progress_threads, bool enable_mpi_threads);
 mca_coll_base_module_t *mca_coll_gpurdma_comm_query(struct ompi_communicator_t *comm, int *priority);
 
-int mca_coll_gpurdma_allreduce(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
-                               struct ompi_op_t *op, struct ompi_communicator_t *comm,
+int mca_coll_gpurdma_allreduce(const void *sbuf, void *rbuf, gpurdma_coll_count_t count,
+                               struct ompi_datatype_t *dtype, struct ompi_op_t *op, struct ompi_communicator_t *comm,
                                mca_coll_base_module_t *module);
 
 /* MPI handle -> core enum; false for anything the core does not take. */

@@ -24,9 +24,9 @@ static int gpurdma_register(void);
 static int gpurdma_open(void);
 static int gpurdma_close(void);
 
-const mca_coll_base_component_2_0_0_t mca_coll_gpurdma_component = {
+const GPURDMA_COLL_COMPONENT_T mca_coll_gpurdma_component = {
     .collm_version = {
-        MCA_COLL_BASE_VERSION_2_0_0,
+        GPURDMA_COLL_BASE_VERSION,
         .mca_component_name = "gpurdma",
         MCA_BASE_MAKE_VERSION(component, 0, 1, 0),
         .mca_open_component = gpurdma_open,

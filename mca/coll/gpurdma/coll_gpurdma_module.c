@@ -42,9 +42,9 @@ OBJ_CLASS_INSTANCE(mca_coll_gpurdma_module_t, mca_coll_base_module_t, module_con
 static int bootstrap_allgather(const void *send, void *recv, size_t bytes, void *arg)
 {
     mca_coll_gpurdma_module_t *m = (mca_coll_gpurdma_module_t *)arg;
-    if (bytes > INT_MAX) return -1;
-    int rc = m->prev_allgather(send, (int)bytes, MPI_BYTE, recv, (int)bytes, MPI_BYTE, m->comm,
-                               m->prev_allgather_module);
+    if (bytes > (size_t)GPURDMA_COLL_COUNT_MAX) return -1;
+    int rc = m->prev_allgather(send, (gpurdma_coll_count_t)bytes, MPI_BYTE, recv, (gpurdma_coll_count_t)bytes,
+                               MPI_BYTE, m->comm, m->prev_allgather_module);
     return rc == OMPI_SUCCESS ? 0 : -1;
 }
 
@@ -54,7 +54,7 @@ static int module_enable(mca_coll_base_module_t *module, struct ompi_communicato
     /* enable() runs in ascending priority: c_coll holds the lower-priority winners. */
     if (NULL == comm->c_coll->coll_allreduce_module || NULL == comm->c_coll->coll_allgather_module) {
         opal_output(0, "coll:gpurdma: %s: no previous allreduce/allgather to fall back on; disabled",
-                    comm->c_name);
+                    gpurdma_comm_name(comm));
         return OMPI_ERROR;
     }
     m->comm = comm;
@@ -65,8 +65,9 @@ static int module_enable(mca_coll_base_module_t *module, struct ompi_communicato
     m->prev_allgather_module = comm->c_coll->coll_allgather_module;
     OBJ_RETAIN(m->prev_allgather_module);
 
-    if (comm->c_name[0]) snprintf(m->name, sizeof m->name, "%s (cid %u)", comm->c_name, comm->c_contextid);
-    else snprintf(m->name, sizeof m->name, "communicator cid %u", comm->c_contextid);
+    const char *comm_name = gpurdma_comm_name(comm);
+    if (comm_name[0]) snprintf(m->name, sizeof m->name, "%s (cid %u)", comm_name, gpurdma_comm_cid(comm));
+    else snprintf(m->name, sizeof m->name, "communicator cid %u", gpurdma_comm_cid(comm));
     gpurdma_comm_params_t params = {
         .rank = ompi_comm_rank(comm),
         .size = ompi_comm_size(comm),
@@ -77,8 +78,28 @@ static int module_enable(mca_coll_base_module_t *module, struct ompi_communicato
         m->core = NULL;
         return OMPI_ERROR;
     }
+#if GPURDMA_COLL_MODULE_INSTALLS
+    /* Open MPI 6: the base no longer copies the module's pointers; each module puts its
+     * own in (and takes them out in disable). */
+    comm->c_coll->coll_allreduce = mca_coll_gpurdma_allreduce;
+    comm->c_coll->coll_allreduce_module = &m->super;
+#endif
     return OMPI_SUCCESS;
 }
+
+#if GPURDMA_COLL_MODULE_INSTALLS
+/* Called in the reverse order of enable: if ours is still the installed allreduce, the
+ * one we replaced goes back. Idempotent. */
+static int module_disable(mca_coll_base_module_t *module, struct ompi_communicator_t *comm)
+{
+    mca_coll_gpurdma_module_t *m = (mca_coll_gpurdma_module_t *)module;
+    if (comm->c_coll->coll_allreduce_module == module) {
+        comm->c_coll->coll_allreduce = m->prev_allreduce;
+        comm->c_coll->coll_allreduce_module = m->prev_allreduce_module;
+    }
+    return OMPI_SUCCESS;
+}
+#endif
 
 mca_coll_base_module_t *mca_coll_gpurdma_comm_query(struct ompi_communicator_t *comm, int *priority)
 {
@@ -89,7 +110,8 @@ mca_coll_base_module_t *mca_coll_gpurdma_comm_query(struct ompi_communicator_t *
     if (OMPI_COMM_IS_INTER(comm)) return NULL;
     if (ompi_mpi_thread_multiple) {
         if (g->verbose >= 1)
-            opal_output(0, "coll:gpurdma: MPI_THREAD_MULTIPLE is not supported; declining %s", comm->c_name);
+            opal_output(0, "coll:gpurdma: MPI_THREAD_MULTIPLE is not supported; declining %s",
+                        gpurdma_comm_name(comm));
         return NULL;
     }
     /* Only decisions every rank makes alike belong here: anything that can fail on one
@@ -101,6 +123,9 @@ mca_coll_base_module_t *mca_coll_gpurdma_comm_query(struct ompi_communicator_t *
     if (NULL == m) return NULL;
     m->super.coll_module_enable = module_enable;
     m->super.coll_allreduce = mca_coll_gpurdma_allreduce;
+#if GPURDMA_COLL_MODULE_INSTALLS
+    m->super.coll_module_disable = module_disable;
+#endif
     return &m->super;
 }
 
@@ -108,8 +133,8 @@ mca_coll_base_module_t *mca_coll_gpurdma_comm_query(struct ompi_communicator_t *
  * The previous module cannot read GPU memory (Open MPI is not CUDA-aware): give it
  * host copies of the buffers' whole span, then copy the result back.
  */
-static int staged_fallback(mca_coll_gpurdma_module_t *m, const void *sbuf, void *rbuf, int count,
-                           struct ompi_datatype_t *dtype, struct ompi_op_t *op)
+static int staged_fallback(mca_coll_gpurdma_module_t *m, const void *sbuf, void *rbuf,
+                           gpurdma_coll_count_t count, struct ompi_datatype_t *dtype, struct ompi_op_t *op)
 {
     ptrdiff_t lb, extent, true_lb, true_extent;
     ompi_datatype_get_extent(dtype, &lb, &extent);
@@ -137,8 +162,8 @@ static int staged_fallback(mca_coll_gpurdma_module_t *m, const void *sbuf, void 
     return rc;
 }
 
-static int fallback(mca_coll_gpurdma_module_t *m, const char *why, const void *sbuf, void *rbuf, int count,
-                    struct ompi_datatype_t *dtype, struct ompi_op_t *op)
+static int fallback(mca_coll_gpurdma_module_t *m, const char *why, const void *sbuf, void *rbuf,
+                    gpurdma_coll_count_t count, struct ompi_datatype_t *dtype, struct ompi_op_t *op)
 {
     bool device = mca_coll_gpurdma_globals.cuda &&
                   (gpurdma_is_device_memory(rbuf) || (sbuf != MPI_IN_PLACE && gpurdma_is_device_memory(sbuf)));
@@ -149,8 +174,8 @@ static int fallback(mca_coll_gpurdma_module_t *m, const char *why, const void *s
     return m->prev_allreduce(sbuf, rbuf, count, dtype, op, m->comm, m->prev_allreduce_module);
 }
 
-int mca_coll_gpurdma_allreduce(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
-                               struct ompi_op_t *op, struct ompi_communicator_t *comm,
+int mca_coll_gpurdma_allreduce(const void *sbuf, void *rbuf, gpurdma_coll_count_t count,
+                               struct ompi_datatype_t *dtype, struct ompi_op_t *op, struct ompi_communicator_t *comm,
                                mca_coll_base_module_t *module)
 {
     mca_coll_gpurdma_module_t *m = (mca_coll_gpurdma_module_t *)module;
@@ -161,7 +186,9 @@ int mca_coll_gpurdma_allreduce(const void *sbuf, void *rbuf, int count, struct o
         return fallback(m, "user-defined or unsupported op", sbuf, rbuf, count, dtype, op);
     if (!mca_coll_gpurdma_map_datatype(dtype, &gdt))
         return fallback(m, "derived or unsupported datatype", sbuf, rbuf, count, dtype, op);
+#if OMPI_MAJOR_VERSION < 6
     if (count < 0) return MPI_ERR_COUNT;
+#endif
     gpurdma_status_t st = gpurdma_allreduce(m->core, sbuf == MPI_IN_PLACE ? NULL : sbuf, rbuf,
                                             (size_t)count, gdt, gop);
     switch (st) {

@@ -1,0 +1,80 @@
+/*
+ * coll/gpurdma: the differences between the Open MPI versions the shim builds against,
+ * chosen by OMPI_MAJOR_VERSION of the headers it is compiled with (mpi.h). The
+ * component must be built against the exact Open MPI it is loaded into: the coll
+ * structs differ between majors (and even between 5.0 releases), and Open MPI refuses
+ * a component of another framework version when it scans its directory.
+ *
+ *            component / module   allreduce count   c_name     cid                 functions installed by
+ *   4.1.x    2.0.0 / 2.3.0        int               char[]     c_contextid         the base, after enable
+ *   5.0.x    2.4.0 / 2.4.0        int               char *     local cid accessor  the base, after enable
+ *   main/6   3.0.0 / 3.0.0        size_t            char *     local cid accessor  the module, in enable;
+ *                                                                                  restored in disable
+ *
+ * 4.1 and 5.0 are built and tested. The 6.x branch follows Open MPI main's coll.h
+ * (read, not compiled: there is no 6.x to build against here).
+ */
+#ifndef MCA_COLL_GPURDMA_COMPAT_H
+#define MCA_COLL_GPURDMA_COMPAT_H
+
+#include "ompi_config.h"
+
+#include <limits.h>
+#include <stdint.h>
+
+#include "mpi.h"
+#include "ompi/communicator/communicator.h"
+#include "ompi/mca/coll/coll.h"
+
+#if !defined(OMPI_MAJOR_VERSION)
+#error "mpi.h does not define OMPI_MAJOR_VERSION: not Open MPI's headers"
+#elif OMPI_MAJOR_VERSION == 4
+#define GPURDMA_COLL_COMPONENT_T mca_coll_base_component_2_0_0_t
+#define GPURDMA_COLL_BASE_VERSION MCA_COLL_BASE_VERSION_2_0_0
+#define GPURDMA_COMPONENT_DECLSPEC OMPI_MODULE_DECLSPEC
+#elif OMPI_MAJOR_VERSION == 5
+#define GPURDMA_COLL_COMPONENT_T mca_coll_base_component_2_4_0_t
+#define GPURDMA_COLL_BASE_VERSION MCA_COLL_BASE_VERSION_2_4_0
+#define GPURDMA_COMPONENT_DECLSPEC OMPI_DECLSPEC
+#elif OMPI_MAJOR_VERSION == 6
+#define GPURDMA_COLL_COMPONENT_T mca_coll_base_component_3_0_0_t
+#define GPURDMA_COLL_BASE_VERSION MCA_COLL_BASE_VERSION_3_0_0
+#define GPURDMA_COMPONENT_DECLSPEC OMPI_DECLSPEC
+#else
+#error "coll/gpurdma supports Open MPI 4.1.x and 5.0.x (6.x untested); this is another major version"
+#endif
+
+/* Counts in the coll function signatures (allreduce, allgather). */
+#if OMPI_MAJOR_VERSION >= 6
+typedef size_t gpurdma_coll_count_t;
+#define GPURDMA_COLL_COUNT_MAX SIZE_MAX
+/* The module installs its functions in enable and restores the previous ones in disable. */
+#define GPURDMA_COLL_MODULE_INSTALLS 1
+#else
+typedef int gpurdma_coll_count_t;
+#define GPURDMA_COLL_COUNT_MAX INT_MAX
+#define GPURDMA_COLL_MODULE_INSTALLS 0
+#endif
+
+/* A communicator's name for messages: 4.1 keeps it in an array, 5.x may leave the
+ * pointer NULL until MPI_Comm_set_name. */
+static inline const char *gpurdma_comm_name(const struct ompi_communicator_t *comm)
+{
+#if OMPI_MAJOR_VERSION >= 5
+    return comm->c_name ? comm->c_name : "";
+#else
+    return comm->c_name;
+#endif
+}
+
+/* The communicator's local context id (5.x made c_contextid an extended-cid struct). */
+static inline unsigned gpurdma_comm_cid(const struct ompi_communicator_t *comm)
+{
+#if OMPI_MAJOR_VERSION >= 5
+    return (unsigned)ompi_comm_get_local_cid(comm);
+#else
+    return (unsigned)comm->c_contextid;
+#endif
+}
+
+#endif /* MCA_COLL_GPURDMA_COMPAT_H */
