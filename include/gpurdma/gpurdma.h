@@ -136,6 +136,9 @@ typedef struct gpurdma_config {
                                  spin until done unless local_processes says the node is oversubscribed */
     const char *gdr_level;    /* farthest GPU-NIC path for GPUDirect RDMA: LOC, PIX, PXB, PHB or SYS
                                  (NCCL_NET_GDR_LEVEL's scale); the string must outlive the context */
+    int ib_gid_index;         /* RoCE/IB port GID index of our UCX context (NCCL_IB_GID_INDEX); -1: UCX's */
+    int ib_tc;                /* IB traffic class / RoCEv2 DSCP (NCCL_IB_TC), 0..255; -1: UCX's */
+    int ib_sl;                /* IB service level / RoCEv2 priority (NCCL_IB_SL), 0..15; -1: UCX's */
     gpurdma_log_fn_t log;     /* may be NULL */
 } gpurdma_config_t;
 

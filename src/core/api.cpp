@@ -65,7 +65,11 @@ gpurdma::transport::UcxContext *gpurdma_context::transport(std::string *why)
 {
     if (!ucx && ucx_failure.empty()) {
         try {
-            ucx = std::make_unique<gpurdma::transport::UcxContext>(ucx_tls, rail_device);
+            gpurdma::transport::UcxIbSettings ib;
+            ib.gid_index = config.ib_gid_index;
+            ib.tc = config.ib_tc;
+            ib.sl = config.ib_sl;
+            ucx = std::make_unique<gpurdma::transport::UcxContext>(ucx_tls, rail_device, ib);
         } catch (const std::exception &e) {
             ucx_failure = std::string("cannot start UCX: ") + e.what();
         }

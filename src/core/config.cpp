@@ -27,5 +27,8 @@ extern "C" void gpurdma_config_default(gpurdma_config_t *config)
     config->shm_gbps = model.shm.gbps;
     config->reduce_gbps = model.reduce_gbps;
     config->gdr_level = "PXB";
+    config->ib_gid_index = -1;
+    config->ib_tc = -1;
+    config->ib_sl = -1;
     config->log = nullptr;
 }

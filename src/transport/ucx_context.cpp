@@ -19,8 +19,27 @@ std::runtime_error ucx_error(const char *what, ucs_status_t status)
 
 }  // namespace
 
-UcxContext::UcxContext(const std::string &tls, const std::string &net_devices)
+std::string uct_table_key(const char *prefix, const char *field, unsigned ucx_major, unsigned ucx_minor)
 {
+    const bool prefixed = ucx_major > 1 || (ucx_major == 1 && ucx_minor >= 17);
+    return prefixed ? std::string(prefix) + field : std::string(field);
+}
+
+std::vector<std::pair<std::string, std::string>> ucx_ib_config(const UcxIbSettings &ib, unsigned ucx_major,
+                                                               unsigned ucx_minor)
+{
+    std::vector<std::pair<std::string, std::string>> out;
+    if (ib.gid_index >= 0)
+        out.emplace_back(uct_table_key("IB_", "GID_INDEX", ucx_major, ucx_minor), std::to_string(ib.gid_index));
+    if (ib.tc >= 0) out.emplace_back("IB_TRAFFIC_CLASS", std::to_string(ib.tc));
+    if (ib.sl >= 0) out.emplace_back("IB_SL", std::to_string(ib.sl));
+    return out;
+}
+
+UcxContext::UcxContext(const std::string &tls, const std::string &net_devices, const UcxIbSettings &ib)
+{
+    unsigned ucx_major = 0, ucx_minor = 0, ucx_release = 0;
+    ucp_get_version(&ucx_major, &ucx_minor, &ucx_release);
     ucp_config_t *config = nullptr;
     ucs_status_t st = ucp_config_read(nullptr, nullptr, &config);
     if (st != UCS_OK) throw ucx_error("ucp_config_read", st);
@@ -41,8 +60,19 @@ UcxContext::UcxContext(const std::string &tls, const std::string &net_devices)
     // UCX's tcp transport moves RMA in 8 KiB segments by default; our puts are whole
     // landing slots, and larger segments move them several times faster. The user's
     // own UCX_TCP_* settings win.
+    // (The key's form depends on the UCX version, like GID_INDEX's: see ucx_ib_config.)
     for (const char *key : {"TX_SEG_SIZE", "RX_SEG_SIZE"})
-        if (!std::getenv((std::string("UCX_TCP_") + key).c_str())) (void)ucp_config_modify(config, key, "256k");
+        if (!std::getenv((std::string("UCX_TCP_") + key).c_str()))
+            (void)ucp_config_modify(config, uct_table_key("TCP_", key, ucx_major, ucx_minor).c_str(), "256k");
+    // Only what the user set: UCX's own defaults (and UCX_IB_* in the environment) stay
+    // otherwise. An unknown key is kept by UCX, so this cannot fail on a UCX without IB.
+    for (const auto &[key, value] : ucx_ib_config(ib, ucx_major, ucx_minor)) {
+        st = ucp_config_modify(config, key.c_str(), value.c_str());
+        if (st != UCS_OK) {
+            ucp_config_release(config);
+            throw ucx_error(("UCX setting " + key + "=" + value).c_str(), st);
+        }
+    }
     ucp_params_t params{};
     params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED;
     params.features = UCP_FEATURE_RMA | UCP_FEATURE_AM;

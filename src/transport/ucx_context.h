@@ -10,6 +10,8 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace gpurdma::transport {
 
@@ -36,11 +38,32 @@ public:
     virtual void on_message(const AmHeader &header, const void *data, size_t bytes) = 0;
 };
 
+// RoCE/InfiniBand settings of our own context, like NCCL_IB_GID_INDEX, NCCL_IB_TC and
+// NCCL_IB_SL; -1 leaves each to UCX (its environment, or "auto"). They only change
+// anything on RDMA devices.
+struct UcxIbSettings {
+    int gid_index = -1;  // port GID index (RoCE: which address/version)
+    int tc = -1;         // IB traffic class / RoCEv2 DSCP-carrying traffic class byte
+    int sl = -1;         // IB service level / RoCEv2 Ethernet priority
+};
+
+// The ucp_config_modify key and value for each setting given, in order. ucp_config_modify
+// keeps keys it does not know and hands them to every UCT table: SL and TRAFFIC_CLASS sit
+// in the shared "IB_" sub-table of every IB interface, so "IB_SL" matches on any UCX;
+// GID_INDEX is a field of the IB memory domain's own table, matched without its "IB_"
+// prefix before UCX 1.17 and only with it from 1.17 on.
+std::vector<std::pair<std::string, std::string>> ucx_ib_config(const UcxIbSettings &ib, unsigned ucx_major,
+                                                               unsigned ucx_minor);
+
+// The key that reaches field `field` of a UCT component table with prefix `prefix`
+// ("TCP_", "IB_") directly, for that UCX version (see ucx_ib_config).
+std::string uct_table_key(const char *prefix, const char *field, unsigned ucx_major, unsigned ucx_minor);
+
 class UcxContext {
 public:
     // Throws std::runtime_error with UCX's reason when the context cannot start.
     // tls: UCX_TLS for our context ("" = UCX's); net_devices: UCX_NET_DEVICES ("" = UCX's).
-    UcxContext(const std::string &tls, const std::string &net_devices);
+    UcxContext(const std::string &tls, const std::string &net_devices, const UcxIbSettings &ib = {});
     ~UcxContext();
     UcxContext(const UcxContext &) = delete;
     UcxContext &operator=(const UcxContext &) = delete;

@@ -281,6 +281,12 @@ badcfg net_gbps 0 "net_gbps=0 is not in" used --mca coll_gpurdma_logical_nodes 1
 badcfg reduce_gbps nan "reduce_gbps=nan is not in" used --mca coll_gpurdma_logical_nodes 1
 badcfg net_alpha_us -1 "net_alpha_us=-1 is not in" used --mca coll_gpurdma_logical_nodes 1
 badcfg cuda -1 "cuda=-1 is not 0 or 1" used
+# The RoCE/IB settings: bad values warn and leave UCX's choice; good ones must not hurt
+# a UCX context without RDMA devices (one rank per logical node: UCX is started).
+badcfg ib_gid_index -2 "ib_gid_index=-2 is not -1 or in 0..1023" used --mca coll_gpurdma_logical_nodes 1
+badcfg ib_tc 256 "ib_tc=256 is not -1 or in 0..255" used --mca coll_gpurdma_logical_nodes 1
+badcfg ib_sl 16 "ib_sl=16 is not -1 or in 0..15" used --mca coll_gpurdma_logical_nodes 1
+badcfg ib_sl 3 "" used --mca coll_gpurdma_logical_nodes 1 --mca coll_gpurdma_ib_tc 106 --mca coll_gpurdma_ib_gid_index 3
 
 # ------------------------------------------------------------------ exhaustion
 if selected "exhaustion: tiny /dev/shm"; then

@@ -54,6 +54,8 @@ static int slots_param;
 static double timeout_param;
 static double spin_param;
 static int calibrate_param;
+/* RoCE/InfiniBand settings of gpurdma's UCX context (-1: UCX's own). */
+static int ib_gid_index_param, ib_tc_param, ib_sl_param;
 /* The cost model: name, storage, default taken from gpurdma_config_default. */
 static double net_alpha_param, net_gbps_param, shm_alpha_param, shm_gbps_param, reduce_gbps_param;
 
@@ -187,6 +189,18 @@ static int gpurdma_register(void)
         "nodes, as NCCL_NET_GDR_LEVEL: LOC (same device), PIX (one PCIe bridge), PXB (several PCIe "
         "bridges), PHB (through the CPU's PCIe host bridge) or SYS (across NUMA nodes); farther GPUs stage "
         "through host memory", MCA_BASE_VAR_TYPE_STRING, OPAL_INFO_LVL_6, &gdr_level_param);
+    ib_gid_index_param = d.ib_gid_index;
+    reg("ib_gid_index", "RoCE/InfiniBand port GID index for gpurdma's UCX context, like NCCL_IB_GID_INDEX "
+        "(RoCE: selects the address and RoCE version), 0 .. 1023; -1: UCX's choice (UCX_IB_GID_INDEX or auto). "
+        "Only RDMA devices use it", MCA_BASE_VAR_TYPE_INT, OPAL_INFO_LVL_6, &ib_gid_index_param);
+    ib_tc_param = d.ib_tc;
+    reg("ib_tc", "InfiniBand traffic class / RoCEv2 traffic class byte (DSCP << 2) for gpurdma's UCX context, like "
+        "NCCL_IB_TC, 0 .. 255; -1: UCX's choice (UCX_IB_TRAFFIC_CLASS or auto). Only RDMA devices use it",
+        MCA_BASE_VAR_TYPE_INT, OPAL_INFO_LVL_6, &ib_tc_param);
+    ib_sl_param = d.ib_sl;
+    reg("ib_sl", "InfiniBand service level / RoCEv2 Ethernet priority for gpurdma's UCX context, like NCCL_IB_SL, "
+        "0 .. 15; -1: UCX's choice (UCX_IB_SL or auto). Only RDMA devices use it", MCA_BASE_VAR_TYPE_INT,
+        OPAL_INFO_LVL_6, &ib_sl_param);
     register_counters();
     return OMPI_SUCCESS;
 }
@@ -226,6 +240,14 @@ static void model_param(const char *name, double value, double lo, double *out)
 {
     if (value >= lo && value <= 1e6) *out = value;
     else opal_output(0, "coll:gpurdma: coll_gpurdma_%s=%g is not in [%g, 1e6]; using %g", name, value, lo, *out);
+}
+
+/* -1 (UCX's choice) or a value in [0, hi]; anything else warns and leaves UCX's. */
+static int ib_param(const char *name, int value, int hi)
+{
+    if (value >= -1 && value <= hi) return value;
+    opal_output(0, "coll:gpurdma: coll_gpurdma_%s=%d is not -1 or in 0..%d; using -1 (UCX's choice)", name, value, hi);
+    return -1;
 }
 
 /* Out-of-range values get one warning and the default: never a crash. */
@@ -289,6 +311,14 @@ static void validated_config(gpurdma_config_t *c)
     /* Fixed for the process's life: its logical node is the same in every communicator. */
     c->local_rank = opal_process_info.my_local_rank;
     mca_coll_gpurdma_globals.cuda = c->cuda;
+    c->ib_gid_index = ib_param("ib_gid_index", ib_gid_index_param, 1023);
+    c->ib_tc = ib_param("ib_tc", ib_tc_param, 255);
+    c->ib_sl = ib_param("ib_sl", ib_sl_param, 15);
+    /* One process per host says what gpurdma's UCX context will get (all get the same). */
+    if (mca_coll_gpurdma_globals.verbose >= 1 && c->local_rank <= 0 &&
+        (c->ib_gid_index >= 0 || c->ib_tc >= 0 || c->ib_sl >= 0))
+        opal_output(0, "coll:gpurdma: gpurdma's UCX context: IB GID index %d, traffic class %d, service level %d "
+                    "(-1: UCX's choice; RDMA devices only)", c->ib_gid_index, c->ib_tc, c->ib_sl);
     if (gdr_level_param && gpurdma_gdr_level_valid(gdr_level_param))
         c->gdr_level = gdr_level_param;
     else
