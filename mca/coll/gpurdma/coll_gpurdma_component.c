@@ -3,6 +3,8 @@
  */
 #include "coll_gpurdma.h"
 
+#include <ctype.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <stddef.h>
@@ -357,9 +359,35 @@ void mca_coll_gpurdma_release_context(void)
     g->context = NULL;
 }
 
+/*
+ * The coll structs are only guaranteed within one release: 5.0.10 added a module field
+ * without a version bump, which Open MPI's own check (coll API 2.4.0) cannot see. A
+ * component built for another release steps aside (one line per host) instead of
+ * running with a mismatched layout. (Another major version never gets here: its
+ * libraries, libopen-pal.so.40 or .80, do not load.)
+ */
+static bool same_release_as_built(void)
+{
+    char lib[MPI_MAX_LIBRARY_VERSION_STRING];
+    int len = 0;
+    /* Allowed before MPI_Init completes; "Open MPI v5.0.7, package: ..." */
+    if (MPI_SUCCESS != MPI_Get_library_version(lib, &len)) return true;
+    char built[48];
+    snprintf(built, sizeof built, "Open MPI v%d.%d.%d", OMPI_MAJOR_VERSION, OMPI_MINOR_VERSION, OMPI_RELEASE_VERSION);
+    const char *p = strstr(lib, "Open MPI v");
+    if (NULL == p) return true; /* not a string we know how to read: trust the build */
+    size_t n = strlen(built);
+    if (0 == strncmp(p, built, n) && !isdigit((unsigned char)p[n])) return true;
+    size_t shown = strcspn(p, ",");
+    if (opal_process_info.my_local_rank == 0)
+        opal_output(0, "coll:gpurdma: built against %s but running in %.*s: the coll structs may differ; "
+                    "gpurdma disabled (rebuild it against this Open MPI's headers)", built, (int)shown, p);
+    return false;
+}
+
 int mca_coll_gpurdma_init_query(bool enable_progress_threads, bool enable_mpi_threads)
 {
     (void)enable_progress_threads;
     (void)enable_mpi_threads;
-    return OMPI_SUCCESS;
+    return same_release_as_built() ? OMPI_SUCCESS : OMPI_ERR_NOT_SUPPORTED;
 }
