@@ -97,9 +97,16 @@ echo "== in the Debian 13 root: $*"
 set +e
 unshare --mount --propagation private -- /bin/bash -c '
     root=$1; shift
-    umount_all() { for m in dev/shm dev/pts dev sys proc run tmp; do umount "$root/$m" 2>/dev/null || umount -l "$root/$m" 2>/dev/null; done; }
+    umount_all() {
+        for m in dev/shm dev/pts dev sys proc run tmp ""; do
+            umount "$root/$m" 2>/dev/null || umount -l "$root/$m" 2>/dev/null
+        done
+    }
     trap umount_all EXIT
     set -e
+    # The root on itself: "/" inside is then a mount point, so the tests own mount
+    # namespaces (unshare -m: private /dev/shm, the namespace cluster) work there.
+    mount --bind "$root" "$root"
     mount -t proc proc "$root/proc"
     mount --bind /sys "$root/sys"
     mount --bind /dev "$root/dev"
