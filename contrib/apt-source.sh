@@ -14,8 +14,9 @@ for f in /etc/apt/sources.list.d/*.sources; do
     [ -f "$f" ] || continue
     found=$(awk -v want="$codename" '
         function flush() {
-            if (types ~ /(^| )deb( |$)/ && (" " suites " ") ~ (" " want " ") && uri != "" && enabled != "no") {
-                print uri, keys; exit
+            # (exit still runs END, which flushes again: print once.)
+            if (!done && types ~ /(^| )deb( |$)/ && (" " suites " ") ~ (" " want " ") && uri != "" && enabled != "no") {
+                print uri, keys; done = 1; exit
             }
             types = suites = uri = keys = enabled = ""
         }

@@ -58,7 +58,7 @@ if [ ! -x "$root/usr/bin/apt-get" ]; then
         apt-get update -qq
         DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends debootstrap >/dev/null
     fi
-    mirror=${GPURDMA_DEB13_MIRROR:-$("$top/contrib/apt-source.sh" | awk '{ print $1 }')}
+    mirror=${GPURDMA_DEB13_MIRROR:-$("$top/contrib/apt-source.sh" | awk 'NR == 1 { print $1 }')}
     echo "== debootstrap trixie into $root"
     debootstrap --variant=minbase trixie "$root" "$mirror" >"$root.debootstrap.log" 2>&1 ||
         { tail -20 "$root.debootstrap.log"; rm -f "$root.debootstrap.log"; exit 1; }
