@@ -3,8 +3,8 @@
 // so they use only operators and <type_traits> (no std:: calls).
 //
 // Each result is a pure function of (a, b), so every rank computes the same bits.
-// Which (op, element type) pairs are valid is decided by the dispatcher
-// (reduce_host.cpp); a functor may compile for more types than MPI allows.
+// Which (op, element type) pairs are valid is decided by type_map.h (host) and
+// reduce_device.h (device); a functor may compile for more types than MPI allows.
 #ifndef GPURDMA_REDUCE_FUNCTORS_H
 #define GPURDMA_REDUCE_FUNCTORS_H
 
@@ -39,6 +39,25 @@ GPURDMA_HD inline bool sign_bit(T x) {
 #endif
 }
 
+// a * b rounded on its own, never fused with a following add. The host build forbids
+// contraction (-ffp-contract=off) and builds nothing that adds products for an ISA
+// with FMA (kernel_loops.h); nvcc contracts by default (--fmad=true), and its _rn
+// intrinsics are the products it never fuses.
+template <typename T>
+GPURDMA_HD inline T mul_rounded(T a, T b) {
+#if defined(__CUDA_ARCH__)
+    if constexpr (std::is_same_v<T, float>) {
+        return __fmul_rn(a, b);
+    } else if constexpr (std::is_same_v<T, double>) {
+        return __dmul_rn(a, b);
+    } else {
+        return a * b;
+    }
+#else
+    return a * b;
+#endif
+}
+
 }  // namespace detail
 
 struct Sum {
@@ -67,11 +86,14 @@ struct Prod {
             return a * b;
         }
     }
-    // The plain formula, not C's Annex G (no inf/NaN recovery): cheap, and
+    // The textbook formula with every product rounded (as Open MPI's op and numpy
+    // compute finite values), not C's Annex G (no inf/NaN recovery): cheap, and
     // identical on host and device.
     template <typename T>
     GPURDMA_HD Complex<T> operator()(Complex<T> a, Complex<T> b) const {
-        return {a.re * b.re - a.im * b.im, a.re * b.im + a.im * b.re};
+        using detail::mul_rounded;
+        return {mul_rounded(a.re, b.re) - mul_rounded(a.im, b.im),
+                mul_rounded(a.re, b.im) + mul_rounded(a.im, b.re)};
     }
 };
 

@@ -2,8 +2,8 @@
 // Shared by the kernels (nvcc) and the host code that launches them (g++), so it
 // holds only constexpr data and plain structs.
 //
-// The element-type map and the validity rule repeat reduce_host.cpp's on purpose
-// (that one is private to the host dispatch); tests/unit/test_device.cpp checks
+// The element-type map and the validity rule repeat type_map.h's on purpose
+// (that one is private to the host kernels); tests/unit/test_device.cpp checks
 // that device_supported() is exactly the host's supported() minus long double.
 #ifndef GPURDMA_REDUCE_REDUCE_DEVICE_H
 #define GPURDMA_REDUCE_REDUCE_DEVICE_H

@@ -1,202 +1,71 @@
-// Host reduction kernels and the op x dtype dispatch, generated from two small
-// type maps (dtype -> element type and kind, op -> functor) and one validity rule.
-#include <array>
+// Host reduction: the op x dtype dispatch onto the kernel variant this CPU runs best,
+// and the C entry points around it. The variants are built here, in one translation
+// unit, each from reduce/kernel_loops.h under its own instruction set.
 #include <algorithm>
+#include <array>
 #include <cstddef>
-#include <cstring>
 #include <cstdint>
+#include <cstring>
 #include <iterator>
 #include <utility>
 
 #include "gpurdma/gpurdma.h"
-#include "reduce/element_types.h"
-#include "reduce/functors.h"
+#include "reduce/kernel_table.h"
 #include "reduce/reduce.h"
+#include "reduce/type_map.h"
+
+// Named variants need GCC's target pragma and x86-64; elsewhere only the baseline
+// (the compiler's default ISA) exists.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define GPURDMA_X86_VARIANTS 1
+#else
+#define GPURDMA_X86_VARIANTS 0
+#endif
+
+namespace gpurdma::reduce::baseline {
+// x86-64's baseline (SSE2) has no FMA; elsewhere the flags decide (-ffp-contract=off),
+// and contrib/check-no-fma.sh checks what was built.
+constexpr bool kHasFma = false;
+}  // namespace gpurdma::reduce::baseline
+#define GPURDMA_ISA baseline
+#include "reduce/kernel_loops.h"
+#undef GPURDMA_ISA
+
+#if GPURDMA_X86_VARIANTS
+// "avx2" alone does not enable FMA (that is the separate "fma" feature).
+#pragma GCC push_options
+#pragma GCC target("avx2")
+namespace gpurdma::reduce::avx2 {
+constexpr bool kHasFma = false;
+}  // namespace gpurdma::reduce::avx2
+#define GPURDMA_ISA avx2
+#include "reduce/kernel_loops.h"
+#undef GPURDMA_ISA
+#pragma GCC pop_options
+
+// AVX-512F contains FMA: GCC uses it for 512-bit vectors whatever "fma" says.
+#pragma GCC push_options
+#pragma GCC target("avx512f")
+namespace gpurdma::reduce::avx512 {
+constexpr bool kHasFma = true;
+}  // namespace gpurdma::reduce::avx512
+#define GPURDMA_ISA avx512
+#include "reduce/kernel_loops.h"
+#undef GPURDMA_ISA
+#pragma GCC pop_options
+#endif
 
 namespace gpurdma::reduce {
 namespace {
 
-constexpr std::size_t kOps = GPURDMA_OP_COUNT;
-constexpr std::size_t kDtypes = GPURDMA_DTYPE_COUNT;
-
-// What the MPI standard groups C types into for the purpose of valid ops.
-enum class Kind { Integer, Floating, Logical, Byte, Complex, Pair };
-
-template <typename T, Kind K>
-struct Layout {
-    using type = T;
-    static constexpr Kind kind = K;
-};
-
-template <gpurdma_dtype_t D>
-struct Dtype;
-template <> struct Dtype<GPURDMA_INT8> : Layout<std::int8_t, Kind::Integer> {};
-template <> struct Dtype<GPURDMA_UINT8> : Layout<std::uint8_t, Kind::Integer> {};
-template <> struct Dtype<GPURDMA_INT16> : Layout<std::int16_t, Kind::Integer> {};
-template <> struct Dtype<GPURDMA_UINT16> : Layout<std::uint16_t, Kind::Integer> {};
-template <> struct Dtype<GPURDMA_INT32> : Layout<std::int32_t, Kind::Integer> {};
-template <> struct Dtype<GPURDMA_UINT32> : Layout<std::uint32_t, Kind::Integer> {};
-template <> struct Dtype<GPURDMA_INT64> : Layout<std::int64_t, Kind::Integer> {};
-template <> struct Dtype<GPURDMA_UINT64> : Layout<std::uint64_t, Kind::Integer> {};
-template <> struct Dtype<GPURDMA_FLOAT> : Layout<float, Kind::Floating> {};
-template <> struct Dtype<GPURDMA_DOUBLE> : Layout<double, Kind::Floating> {};
-template <> struct Dtype<GPURDMA_LONG_DOUBLE> : Layout<long double, Kind::Floating> {};
-// C _Bool is read as a byte so that a nonzero byte other than 1 still means true
-// (reading such a byte as C++ bool would be UB).
-template <> struct Dtype<GPURDMA_BOOL> : Layout<std::uint8_t, Kind::Logical> {};
-template <> struct Dtype<GPURDMA_BYTE> : Layout<std::uint8_t, Kind::Byte> {};
-template <> struct Dtype<GPURDMA_FLOAT_COMPLEX> : Layout<Complex<float>, Kind::Complex> {};
-template <> struct Dtype<GPURDMA_DOUBLE_COMPLEX> : Layout<Complex<double>, Kind::Complex> {};
-template <>
-struct Dtype<GPURDMA_LONG_DOUBLE_COMPLEX> : Layout<Complex<long double>, Kind::Complex> {};
-template <> struct Dtype<GPURDMA_FLOAT_INT> : Layout<ValueIndex<float>, Kind::Pair> {};
-template <> struct Dtype<GPURDMA_DOUBLE_INT> : Layout<ValueIndex<double>, Kind::Pair> {};
-template <> struct Dtype<GPURDMA_LONG_INT> : Layout<ValueIndex<long>, Kind::Pair> {};
-template <> struct Dtype<GPURDMA_2INT> : Layout<ValueIndex<int>, Kind::Pair> {};
-template <> struct Dtype<GPURDMA_SHORT_INT> : Layout<ValueIndex<short>, Kind::Pair> {};
-template <>
-struct Dtype<GPURDMA_LONG_DOUBLE_INT> : Layout<ValueIndex<long double>, Kind::Pair> {};
-
-static_assert(sizeof(bool) == 1, "C _Bool is read as one byte");
-
-template <gpurdma_op_t O>
-struct Op;
-template <> struct Op<GPURDMA_SUM> { using type = Sum; };
-template <> struct Op<GPURDMA_PROD> { using type = Prod; };
-template <> struct Op<GPURDMA_MIN> { using type = Min; };
-template <> struct Op<GPURDMA_MAX> { using type = Max; };
-template <> struct Op<GPURDMA_LAND> { using type = LAnd; };
-template <> struct Op<GPURDMA_LOR> { using type = LOr; };
-template <> struct Op<GPURDMA_LXOR> { using type = LXor; };
-template <> struct Op<GPURDMA_BAND> { using type = BAnd; };
-template <> struct Op<GPURDMA_BOR> { using type = BOr; };
-template <> struct Op<GPURDMA_BXOR> { using type = BXor; };
-template <> struct Op<GPURDMA_MAXLOC> { using type = MaxLoc; };
-template <> struct Op<GPURDMA_MINLOC> { using type = MinLoc; };
-
-// The MPI standard's table of valid (op, type-group) pairs, C types only.
-constexpr bool valid(gpurdma_op_t op, Kind kind) {
-    const bool arith = op == GPURDMA_SUM || op == GPURDMA_PROD;
-    const bool minmax = op == GPURDMA_MIN || op == GPURDMA_MAX;
-    const bool logical = op == GPURDMA_LAND || op == GPURDMA_LOR || op == GPURDMA_LXOR;
-    const bool bitwise = op == GPURDMA_BAND || op == GPURDMA_BOR || op == GPURDMA_BXOR;
-    const bool loc = op == GPURDMA_MAXLOC || op == GPURDMA_MINLOC;
-    switch (kind) {
-        case Kind::Integer: return arith || minmax || logical || bitwise;
-        case Kind::Floating: return arith || minmax;
-        case Kind::Logical: return logical;
-        case Kind::Byte: return bitwise;
-        case Kind::Complex: return arith;
-        case Kind::Pair: return loc;
-    }
-    return false;
-}
-
-// The loops are built for AVX-512, AVX2 and the baseline ISA; the loader picks the
-// best the CPU has (ifunc). Each element is computed alone, so the clones agree bit
-// for bit (the build forbids FMA contraction).
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
-#define GPURDMA_VECTOR_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
-#else
-#define GPURDMA_VECTOR_CLONES
-#endif
-
-// One loop per aliasing case, each with __restrict on exactly the pointers known to
-// be distinct, so the loops vectorize without runtime alias checks; not every
-// compiler's check lets dst == a (in-place accumulation, the common case) take the
-// vector path.
-// a == b is allowed here: restrict only forbids aliasing what is written.
-template <typename F, typename T>
-GPURDMA_VECTOR_CLONES void loop_distinct(T* __restrict d, const T* __restrict a, const T* __restrict b,
-                   std::size_t n) {
-    const F f{};
-    for (std::size_t i = 0; i < n; ++i) d[i] = f(a[i], b[i]);
-}
-
-template <typename F, typename T>
-GPURDMA_VECTOR_CLONES void loop_into_a(T* __restrict d, const T* __restrict b, std::size_t n) {
-    const F f{};
-    for (std::size_t i = 0; i < n; ++i) d[i] = f(d[i], b[i]);
-}
-
-template <typename F, typename T>
-GPURDMA_VECTOR_CLONES void loop_into_b(T* __restrict d, const T* __restrict a, std::size_t n) {
-    const F f{};
-    for (std::size_t i = 0; i < n; ++i) d[i] = f(a[i], d[i]);
-}
-
-template <typename F, typename T>
-GPURDMA_VECTOR_CLONES void loop_all_same(T* d, std::size_t n) {
-    const F f{};
-    for (std::size_t i = 0; i < n; ++i) d[i] = f(d[i], d[i]);
-}
-
-// MPI lets users pass buffers at any address; dereferencing a misaligned T* is
-// undefined (and vector code may assume alignment). Such buffers go through aligned
-// scratch in chunks: reads of a chunk happen before its writes, so aliasing holds.
-template <typename F, typename T>
-void run_unaligned(void* dst, const void* a, const void* b, std::size_t n) {
-    constexpr std::size_t kChunk = 4096 / sizeof(T) ? 4096 / sizeof(T) : 1;
-    alignas(64) T x[kChunk], y[kChunk];
-    const F f{};
-    auto* d = static_cast<unsigned char*>(dst);
-    const auto* pa = static_cast<const unsigned char*>(a);
-    const auto* pb = static_cast<const unsigned char*>(b);
-    for (std::size_t done = 0; done < n; done += kChunk) {
-        const std::size_t m = std::min(kChunk, n - done);
-        std::memcpy(x, pa + done * sizeof(T), m * sizeof(T));
-        std::memcpy(y, pb + done * sizeof(T), m * sizeof(T));
-        for (std::size_t i = 0; i < m; ++i) x[i] = f(x[i], y[i]);
-        std::memcpy(d + done * sizeof(T), x, m * sizeof(T));
-    }
-}
-
-template <typename F, typename T>
-void run(void* dst, const void* a, const void* b, std::size_t n) {
-    const auto misaligned = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p) % alignof(T) != 0; };
-    if (misaligned(dst) || misaligned(a) || misaligned(b)) {
-        run_unaligned<F, T>(dst, a, b, n);
-        return;
-    }
-    T* d = static_cast<T*>(dst);
-    const T* x = static_cast<const T*>(a);
-    const T* y = static_cast<const T*>(b);
-    if (d == x && d == y) {
-        loop_all_same<F>(d, n);
-    } else if (d == x) {
-        loop_into_a<F>(d, y, n);
-    } else if (d == y) {
-        loop_into_b<F>(d, x, n);
-    } else {
-        loop_distinct<F>(d, x, y, n);
-    }
-}
-
-using Kernel = void (*)(void*, const void*, const void*, std::size_t);
-
-template <std::size_t O, std::size_t D>
-constexpr Kernel kernel_for() {
-    constexpr auto op = static_cast<gpurdma_op_t>(O);
-    using Elem = Dtype<static_cast<gpurdma_dtype_t>(D)>;
-    if constexpr (valid(op, Elem::kind)) {
-        return &run<typename Op<op>::type, typename Elem::type>;
-    } else {
-        return nullptr;  // not instantiated: e.g. BAND has no meaning on float
-    }
-}
-
-template <std::size_t... I>
-constexpr std::array<Kernel, kOps * kDtypes> make_kernels(std::index_sequence<I...>) {
-    return {{kernel_for<I / kDtypes, I % kDtypes>()...}};
-}
+using types::kDtypes;
+using types::kOps;
 
 template <std::size_t... D>
 constexpr std::array<std::size_t, kDtypes> make_sizes(std::index_sequence<D...>) {
-    return {{sizeof(typename Dtype<static_cast<gpurdma_dtype_t>(D)>::type)...}};
+    return {{sizeof(typename types::Dtype<static_cast<gpurdma_dtype_t>(D)>::type)...}};
 }
 
-// Indexed [op * kDtypes + dtype]; nullptr marks an unsupported combination.
-constexpr auto kKernels = make_kernels(std::make_index_sequence<kOps * kDtypes>{});
 constexpr auto kSizes = make_sizes(std::make_index_sequence<kDtypes>{});
 
 bool in_range(gpurdma_op_t op, gpurdma_dtype_t dtype) {
@@ -204,7 +73,78 @@ bool in_range(gpurdma_op_t op, gpurdma_dtype_t dtype) {
     return static_cast<unsigned>(op) < kOps && static_cast<unsigned>(dtype) < kDtypes;
 }
 
+using Table = std::array<Kernel, kOps * kDtypes>;
+
+const Table* table_of(Isa isa) {
+    switch (isa) {
+        case Isa::Baseline: return &baseline::kTable;
+#if GPURDMA_X86_VARIANTS
+        case Isa::Avx2: return &avx2::kTable;
+        case Isa::Avx512: return &avx512::kTable;
+#endif
+        default: return nullptr;
+    }
+}
+
+// The table reduce::apply indexes: the dispatched variant's, filled once.
+const Table& dispatch_table() {
+    static const Table table = [] {
+        Table t{};
+        const Isa isa = dispatched_isa();
+        for (std::size_t i = 0; i < t.size(); ++i) {
+            t[i] = kernel(isa, static_cast<gpurdma_op_t>(i / kDtypes),
+                          static_cast<gpurdma_dtype_t>(i % kDtypes));
+        }
+        return t;
+    }();
+    return table;
+}
+
 }  // namespace
+
+Kernel kernel(Isa isa, gpurdma_op_t op, gpurdma_dtype_t dtype) {
+    const Table* table = table_of(isa);
+    if (table == nullptr || !in_range(op, dtype)) return nullptr;
+    const std::size_t i = op * kDtypes + dtype;
+#if GPURDMA_X86_VARIANTS
+    // AVX-512 has no build of the kernels that multiply and add (kernel_loops.h):
+    // AVX2's, which cannot fuse, serve in its place.
+    if (isa == Isa::Avx512 && (*table)[i] == nullptr) return avx2::kTable[i];
+#endif
+    return (*table)[i];
+}
+
+bool isa_built(Isa isa) { return table_of(isa) != nullptr; }
+
+bool isa_runnable(Isa isa) {
+    if (!isa_built(isa)) return false;
+#if GPURDMA_X86_VARIANTS
+    // libgcc's checks include the OS saving the wider registers (XCR0).
+    __builtin_cpu_init();
+    if (isa == Isa::Avx2) return __builtin_cpu_supports("avx2");
+    if (isa == Isa::Avx512) return __builtin_cpu_supports("avx512f");
+#endif
+    return true;
+}
+
+Isa dispatched_isa() {
+    static const Isa best = [] {
+        for (Isa isa : {Isa::Avx512, Isa::Avx2}) {
+            if (isa_runnable(isa)) return isa;
+        }
+        return Isa::Baseline;
+    }();
+    return best;
+}
+
+const char* isa_name(Isa isa) {
+    switch (isa) {
+        case Isa::Baseline: return "baseline";
+        case Isa::Avx2: return "avx2";
+        case Isa::Avx512: return "avx512f";
+        default: return "unknown";
+    }
+}
 
 bool partially_overlap(const void* p, const void* q, std::size_t bytes) {
     if (p == q) return false;
@@ -214,7 +154,7 @@ bool partially_overlap(const void* p, const void* q, std::size_t bytes) {
 }
 
 bool supported(gpurdma_op_t op, gpurdma_dtype_t dtype) {
-    return in_range(op, dtype) && kKernels[op * kDtypes + dtype] != nullptr;
+    return kernel(Isa::Baseline, op, dtype) != nullptr;
 }
 
 std::size_t dtype_size(gpurdma_dtype_t dtype) {
@@ -224,8 +164,8 @@ std::size_t dtype_size(gpurdma_dtype_t dtype) {
 gpurdma_status_t apply(gpurdma_op_t op, gpurdma_dtype_t dtype, void* dst, const void* a,
                        const void* b, std::size_t count) {
     if (!in_range(op, dtype)) return GPURDMA_ERR_INVALID;
-    const Kernel kernel = kKernels[op * kDtypes + dtype];
-    if (kernel == nullptr) return GPURDMA_ERR_UNSUPPORTED;
+    const Kernel run = dispatch_table()[op * kDtypes + dtype];
+    if (run == nullptr) return GPURDMA_ERR_UNSUPPORTED;
     if (count == 0) return GPURDMA_OK;
     if (dst == nullptr || a == nullptr || b == nullptr) return GPURDMA_ERR_INVALID;
     const std::size_t size = kSizes[dtype];
@@ -235,7 +175,7 @@ gpurdma_status_t apply(gpurdma_op_t op, gpurdma_dtype_t dtype, void* dst, const 
     if (partially_overlap(dst, a, bytes) || partially_overlap(dst, b, bytes)) {
         return GPURDMA_ERR_INVALID;
     }
-    kernel(dst, a, b, count);
+    run(dst, a, b, count);
     return GPURDMA_OK;
 }
 

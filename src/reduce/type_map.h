@@ -1,0 +1,100 @@
+// The host kernels' two small type maps (dtype -> element type and kind, op ->
+// functor) and the MPI standard's rule for which pairs are valid. Internal to the
+// host reduction (reduce_host.cpp and the kernel variants it builds).
+#ifndef GPURDMA_REDUCE_TYPE_MAP_H
+#define GPURDMA_REDUCE_TYPE_MAP_H
+
+#include <cstddef>
+#include <cstdint>
+
+#include "gpurdma/gpurdma.h"
+#include "reduce/element_types.h"
+#include "reduce/functors.h"
+
+namespace gpurdma::reduce::types {
+
+constexpr std::size_t kOps = GPURDMA_OP_COUNT;
+constexpr std::size_t kDtypes = GPURDMA_DTYPE_COUNT;
+
+// What the MPI standard groups C types into for the purpose of valid ops.
+enum class Kind { Integer, Floating, Logical, Byte, Complex, Pair };
+
+template <typename T, Kind K>
+struct Layout {
+    using type = T;
+    static constexpr Kind kind = K;
+};
+
+template <gpurdma_dtype_t D>
+struct Dtype;
+template <> struct Dtype<GPURDMA_INT8> : Layout<std::int8_t, Kind::Integer> {};
+template <> struct Dtype<GPURDMA_UINT8> : Layout<std::uint8_t, Kind::Integer> {};
+template <> struct Dtype<GPURDMA_INT16> : Layout<std::int16_t, Kind::Integer> {};
+template <> struct Dtype<GPURDMA_UINT16> : Layout<std::uint16_t, Kind::Integer> {};
+template <> struct Dtype<GPURDMA_INT32> : Layout<std::int32_t, Kind::Integer> {};
+template <> struct Dtype<GPURDMA_UINT32> : Layout<std::uint32_t, Kind::Integer> {};
+template <> struct Dtype<GPURDMA_INT64> : Layout<std::int64_t, Kind::Integer> {};
+template <> struct Dtype<GPURDMA_UINT64> : Layout<std::uint64_t, Kind::Integer> {};
+template <> struct Dtype<GPURDMA_FLOAT> : Layout<float, Kind::Floating> {};
+template <> struct Dtype<GPURDMA_DOUBLE> : Layout<double, Kind::Floating> {};
+template <> struct Dtype<GPURDMA_LONG_DOUBLE> : Layout<long double, Kind::Floating> {};
+// C _Bool is read as a byte so that a nonzero byte other than 1 still means true
+// (reading such a byte as C++ bool would be UB).
+template <> struct Dtype<GPURDMA_BOOL> : Layout<std::uint8_t, Kind::Logical> {};
+template <> struct Dtype<GPURDMA_BYTE> : Layout<std::uint8_t, Kind::Byte> {};
+template <> struct Dtype<GPURDMA_FLOAT_COMPLEX> : Layout<Complex<float>, Kind::Complex> {};
+template <> struct Dtype<GPURDMA_DOUBLE_COMPLEX> : Layout<Complex<double>, Kind::Complex> {};
+template <>
+struct Dtype<GPURDMA_LONG_DOUBLE_COMPLEX> : Layout<Complex<long double>, Kind::Complex> {};
+template <> struct Dtype<GPURDMA_FLOAT_INT> : Layout<ValueIndex<float>, Kind::Pair> {};
+template <> struct Dtype<GPURDMA_DOUBLE_INT> : Layout<ValueIndex<double>, Kind::Pair> {};
+template <> struct Dtype<GPURDMA_LONG_INT> : Layout<ValueIndex<long>, Kind::Pair> {};
+template <> struct Dtype<GPURDMA_2INT> : Layout<ValueIndex<int>, Kind::Pair> {};
+template <> struct Dtype<GPURDMA_SHORT_INT> : Layout<ValueIndex<short>, Kind::Pair> {};
+template <>
+struct Dtype<GPURDMA_LONG_DOUBLE_INT> : Layout<ValueIndex<long double>, Kind::Pair> {};
+
+static_assert(sizeof(bool) == 1, "C _Bool is read as one byte");
+
+template <gpurdma_op_t O>
+struct Op;
+template <> struct Op<GPURDMA_SUM> { using type = Sum; };
+template <> struct Op<GPURDMA_PROD> { using type = Prod; };
+template <> struct Op<GPURDMA_MIN> { using type = Min; };
+template <> struct Op<GPURDMA_MAX> { using type = Max; };
+template <> struct Op<GPURDMA_LAND> { using type = LAnd; };
+template <> struct Op<GPURDMA_LOR> { using type = LOr; };
+template <> struct Op<GPURDMA_LXOR> { using type = LXor; };
+template <> struct Op<GPURDMA_BAND> { using type = BAnd; };
+template <> struct Op<GPURDMA_BOR> { using type = BOr; };
+template <> struct Op<GPURDMA_BXOR> { using type = BXor; };
+template <> struct Op<GPURDMA_MAXLOC> { using type = MaxLoc; };
+template <> struct Op<GPURDMA_MINLOC> { using type = MinLoc; };
+
+// The MPI standard's table of valid (op, type-group) pairs, C types only.
+constexpr bool valid(gpurdma_op_t op, Kind kind) {
+    const bool arith = op == GPURDMA_SUM || op == GPURDMA_PROD;
+    const bool minmax = op == GPURDMA_MIN || op == GPURDMA_MAX;
+    const bool logical = op == GPURDMA_LAND || op == GPURDMA_LOR || op == GPURDMA_LXOR;
+    const bool bitwise = op == GPURDMA_BAND || op == GPURDMA_BOR || op == GPURDMA_BXOR;
+    const bool loc = op == GPURDMA_MAXLOC || op == GPURDMA_MINLOC;
+    switch (kind) {
+        case Kind::Integer: return arith || minmax || logical || bitwise;
+        case Kind::Floating: return arith || minmax;
+        case Kind::Logical: return logical;
+        case Kind::Byte: return bitwise;
+        case Kind::Complex: return arith;
+        case Kind::Pair: return loc;
+    }
+    return false;
+}
+
+// Whether the functor adds products of floating-point values: the only kernels a
+// compiler can turn into fused multiply-adds (complex PROD).
+constexpr bool multiplies_and_adds(gpurdma_op_t op, Kind kind) {
+    return op == GPURDMA_PROD && kind == Kind::Complex;
+}
+
+}  // namespace gpurdma::reduce::types
+
+#endif  // GPURDMA_REDUCE_TYPE_MAP_H
