@@ -2,8 +2,9 @@
 # Runs a command on Debian 13 (trixie, Open MPI 5.0.x) from this Debian machine: a
 # minimal root made with debootstrap from this machine's own apt mirror, this tree
 # copied into it (/gpurdma, built in /gpurdma/build-ompi5), /proc, /sys, /dev bound and
-# a private /dev/shm. Everything is unmounted and the root removed on exit, whatever
-# happens (trap), unless GPURDMA_DEB13_ROOT names a root to keep between runs.
+# a private /dev/shm, entered with pivot_root in a mount namespace of its own.
+# Everything is unmounted and the root removed on exit, whatever happens (trap), unless
+# GPURDMA_DEB13_ROOT names a root to keep between runs.
 #
 # Usage (as root): contrib/debian13-root.sh [COMMAND...]
 #   default COMMAND: contrib/test.sh (the README's test command: installs what is
@@ -26,15 +27,20 @@ else
     root=$(mktemp -d /var/tmp/gpurdma-debian13.XXXXXX)
 fi
 root=$(cd "$root" && pwd -P)
+root_id=$(stat -c %d:%i "$root")
 
 # Everything mounted under the root, deepest first (tests inside may add their own).
 mounts_under() { awk -v r="$root" '$2 == r || index($2, r "/") == 1 { print $2 }' /proc/mounts | sort -r; }
 cleanup() {
     local rc=$?
-    # Processes still running in the root (e.g. a daemon a test left) keep mounts busy.
-    for p in /proc/[0-9]*; do
-        [ "$(readlink "$p/root" 2>/dev/null)" = "$root" ] && kill -9 "${p#/proc/}" 2>/dev/null
-    done
+    # Processes still running in the root (e.g. a daemon a test left): their root
+    # directory is the root's (whatever mount namespace they are in).
+    local p
+    if [ -n "${root_id:-}" ]; then
+        for p in /proc/[0-9]*; do
+            [ "$(stat -L -c %d:%i "$p/root" 2>/dev/null)" = "$root_id" ] && kill -9 "${p#/proc/}" 2>/dev/null
+        done
+    fi
     local m
     for m in $(mounts_under); do umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || true; done
     if [ -n "$(mounts_under)" ]; then
@@ -97,15 +103,15 @@ echo "== in the Debian 13 root: $*"
 set +e
 unshare --mount --propagation private -- /bin/bash -c '
     root=$1; shift
+    at=$root
     umount_all() {
-        for m in dev/shm dev/pts dev sys proc run tmp ""; do
-            umount "$root/$m" 2>/dev/null || umount -l "$root/$m" 2>/dev/null
+        for m in dev/shm dev/pts dev sys proc run tmp; do
+            umount "$at/$m" 2>/dev/null || umount -l "$at/$m" 2>/dev/null
         done
     }
     trap umount_all EXIT
     set -e
-    # The root on itself: "/" inside is then a mount point, so the tests own mount
-    # namespaces (unshare -m: private /dev/shm, the namespace cluster) work there.
+    # The root on itself, so that it is a mount point pivot_root can take.
     mount --bind "$root" "$root"
     mount -t proc proc "$root/proc"
     mount --bind /sys "$root/sys"
@@ -115,8 +121,17 @@ unshare --mount --propagation private -- /bin/bash -c '
     mount -t tmpfs -o mode=1777 tmpfs "$root/dev/shm"
     mount -t tmpfs -o mode=755 tmpfs "$root/run"
     mount -t tmpfs -o mode=1777 tmpfs "$root/tmp"
+    # pivot_root, not chroot: the root becomes this namespace'"'"'s "/", so the tests'"'"' own
+    # namespaces (unshare -m, nsenter --mount into the namespace cluster) stay inside it.
+    cd "$root"
+    mkdir -p .host-root
+    pivot_root . .host-root
+    cd /
+    umount -l /.host-root
+    rmdir /.host-root
+    at=""
     set +e
-    chroot "$root" /usr/bin/env -i "$@" </dev/null
+    /usr/bin/env -i "$@" </dev/null
 ' debian13-root "$root" "${env_in[@]}" /bin/bash -c 'cd /gpurdma && exec "$@"' bash "$@"
 rc=$?
 set -e

@@ -143,7 +143,8 @@ if selected "killed peer"; then
         kt=$(grep -m1 -o "^KILLTIME [0-9.]*" "$out" | cut -d' ' -f2)
         if [ -z "$pids" ] || [ -z "$kt" ]; then why="the job did not reach the kill (rc $rc)"; fi
         if [ $rc -eq 124 ] || awk -v s="$secs" 'BEGIN { exit !(s >= 120) }'; then why="${why:-mpirun hit the 120 s limit}"; fi
-        grep -q "exited on signal 9" "$out" || why="${why:-mpirun did not report the killed rank}"
+        # (Open MPI 5's prterun wraps its message: "... exited on\nsignal 9 (Killed).")
+        tr '\n' ' ' <"$out" | grep -q "exited on *signal 9" || why="${why:-mpirun did not report the killed rank}"
         grep -q "^SHM-LEFT" "$out" && why="${why:-left in /dev/shm: $(grep -m3 ^SHM-LEFT "$out" | tr '\n' ' ')}"
         grep -q "^FAIL" "$out" && why="${why:-$(grep -m1 ^FAIL "$out")}"
         # No process of the job may outlive mpirun (zombies are reaped within a moment).
