@@ -50,6 +50,8 @@ typedef enum gpurdma_dtype {
     GPURDMA_2INT,             /* struct { int v; int i; } */
     GPURDMA_SHORT_INT,        /* struct { short v; int i; } */
     GPURDMA_LONG_DOUBLE_INT,  /* struct { long double v; int i; } */
+    GPURDMA_FLOAT16,          /* IEEE binary16 (_Float16, MPIX_C_FLOAT16): SUM, PROD, MIN, MAX,
+                                 each step computed in float and rounded to half */
     GPURDMA_DTYPE_COUNT
 } gpurdma_dtype_t;
 

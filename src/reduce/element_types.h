@@ -1,9 +1,11 @@
 // Element types with no built-in C++ equivalent that is usable in device code:
-// complex numbers (std::complex is host-only) and MPI's value/index pairs.
+// complex numbers (std::complex is host-only), half precision and MPI's value/index
+// pairs.
 #ifndef GPURDMA_REDUCE_ELEMENT_TYPES_H
 #define GPURDMA_REDUCE_ELEMENT_TYPES_H
 
 #include <cstddef>
+#include <cstdint>
 #include <type_traits>
 
 namespace gpurdma::reduce {
@@ -13,6 +15,16 @@ template <typename T>
 struct Complex {
     T re;
     T im;
+};
+
+// IEEE binary16 (C's _Float16, CUDA's __half, MPIX_C_FLOAT16), held as its bits.
+// Conv converts to and from float (portable, F16C or CUDA): every op computes in float
+// and rounds back to half at each step, as the MPI's own op on _Float16 does. Float
+// has 24 >= 2 * 11 + 2 bits, so a sum or product rounded to float and then to half is
+// the correctly rounded half: what native half arithmetic gives too.
+template <typename Conv>
+struct Half {
+    std::uint16_t bits;
 };
 
 // Same layout as C's struct { T v; int i; } (MPI_FLOAT_INT, MPI_2INT, ...).
@@ -58,6 +70,7 @@ static_assert(detail::pair_matches_c<long double>());
 static_assert(detail::complex_matches_c<float>());
 static_assert(detail::complex_matches_c<double>());
 static_assert(detail::complex_matches_c<long double>());
+static_assert(sizeof(Half<void>) == 2 && alignof(Half<void>) == 2);
 
 #if defined(__x86_64__)
 // The sizes the x86-64 System V ABI gives the C pair structs; buffers cross the

@@ -8,6 +8,7 @@
 #ifndef GPURDMA_REDUCE_FUNCTORS_H
 #define GPURDMA_REDUCE_FUNCTORS_H
 
+#include <cstdint>
 #include <type_traits>
 
 #include "reduce/element_types.h"
@@ -58,6 +59,34 @@ GPURDMA_HD inline T mul_rounded(T a, T b) {
 #endif
 }
 
+// Which operand floating MIN/MAX return (the rules are spelled out above Min).
+template <typename T>
+GPURDMA_HD inline bool min_takes_a(T a, T b) {
+    if (a != a) return true;
+    if (b != b) return false;
+    if (a < b) return true;
+    if (b < a) return false;
+    return sign_bit(a);  // equal: only zeros can differ
+}
+
+template <typename T>
+GPURDMA_HD inline bool max_takes_a(T a, T b) {
+    if (a != a) return true;
+    if (b != b) return false;
+    if (a < b) return false;
+    if (b < a) return true;
+    return !sign_bit(a);
+}
+
+// binary16 bits as an unsigned key in the order of their values, -0 before +0 (NaNs
+// aside): MIN/MAX on halves compare these, which is the float comparison without
+// converting (a comparison of widened halves also makes GCC call a soft-float helper).
+GPURDMA_HD inline unsigned half_order(std::uint16_t h) {
+    return (h & 0x8000u) != 0 ? 0xffffu - h : h + 0x8000u;
+}
+
+GPURDMA_HD inline bool half_is_nan(std::uint16_t h) { return (h & 0x7fffu) > 0x7c00u; }
+
 }  // namespace detail
 
 struct Sum {
@@ -73,6 +102,10 @@ struct Sum {
     template <typename T>
     GPURDMA_HD Complex<T> operator()(Complex<T> a, Complex<T> b) const {
         return {a.re + b.re, a.im + b.im};
+    }
+    template <typename C>
+    GPURDMA_HD Half<C> operator()(Half<C> a, Half<C> b) const {
+        return {C::narrow(C::widen(a.bits) + C::widen(b.bits))};
     }
 };
 
@@ -95,6 +128,10 @@ struct Prod {
         return {mul_rounded(a.re, b.re) - mul_rounded(a.im, b.im),
                 mul_rounded(a.re, b.im) + mul_rounded(a.im, b.re)};
     }
+    template <typename C>
+    GPURDMA_HD Half<C> operator()(Half<C> a, Half<C> b) const {
+        return {C::narrow(C::widen(a.bits) * C::widen(b.bits))};
+    }
 };
 
 // Floating MIN/MAX: MPI leaves NaN and signed zeros unspecified; we pin them down so
@@ -102,18 +139,21 @@ struct Prod {
 //  - if either operand is NaN the result is NaN: a if a is NaN, else b;
 //  - MIN(+0, -0) = MIN(-0, +0) = -0 and MAX(+0, -0) = MAX(-0, +0) = +0.
 // (`a != a` is the NaN test; it needs IEEE semantics, i.e. no -ffast-math.)
+// Half precision returns an operand's bits unchanged, by the same rules.
 struct Min {
     template <typename T>
     GPURDMA_HD T operator()(T a, T b) const {
         if constexpr (std::is_floating_point_v<T>) {
-            if (a != a) return a;
-            if (b != b) return b;
-            if (a < b) return a;
-            if (b < a) return b;
-            return detail::sign_bit(a) ? a : b;  // equal: only zeros can differ
+            return detail::min_takes_a(a, b) ? a : b;
         } else {
             return b < a ? b : a;
         }
+    }
+    template <typename C>
+    GPURDMA_HD Half<C> operator()(Half<C> a, Half<C> b) const {
+        if (detail::half_is_nan(a.bits)) return a;
+        if (detail::half_is_nan(b.bits)) return b;
+        return detail::half_order(a.bits) <= detail::half_order(b.bits) ? a : b;
     }
 };
 
@@ -121,14 +161,16 @@ struct Max {
     template <typename T>
     GPURDMA_HD T operator()(T a, T b) const {
         if constexpr (std::is_floating_point_v<T>) {
-            if (a != a) return a;
-            if (b != b) return b;
-            if (a < b) return b;
-            if (b < a) return a;
-            return detail::sign_bit(a) ? b : a;
+            return detail::max_takes_a(a, b) ? a : b;
         } else {
             return a < b ? b : a;
         }
+    }
+    template <typename C>
+    GPURDMA_HD Half<C> operator()(Half<C> a, Half<C> b) const {
+        if (detail::half_is_nan(a.bits)) return a;
+        if (detail::half_is_nan(b.bits)) return b;
+        return detail::half_order(a.bits) >= detail::half_order(b.bits) ? a : b;
     }
 };
 

@@ -1,18 +1,40 @@
 // The loops and the kernel table of one instruction-set variant. reduce_host.cpp
 // includes this file once per ISA (no include guard, on purpose): GPURDMA_ISA names
-// the variant's namespace, a `#pragma GCC target` around the include selects the
-// instructions, and the includer declares in that namespace
+// the variant's namespace, GPURDMA_ISA_F16C (0 or 1) whether it converts half
+// precision with F16C, a `#pragma GCC target` around the include selects the
+// instructions (in C++ the pragma does not define __F16C__ and friends), and the
+// includer declares in that namespace
 //     constexpr bool kHasFma;  // the compiler may emit fused multiply-adds here
 // A variant with FMA leaves out the kernels that multiply and add (complex PROD):
 // GCC 12 fuses vectorised complex products even under -ffp-contract=off, and one
 // rounding instead of two changes the last bit. Those come from a variant without
 // FMA instead (reduce_host.cpp), so no variant can fuse, whatever the flags say.
-#if !defined(GPURDMA_ISA)
-#error "define GPURDMA_ISA before including reduce/kernel_loops.h"
+#if !defined(GPURDMA_ISA) || !defined(GPURDMA_ISA_F16C)
+#error "define GPURDMA_ISA and GPURDMA_ISA_F16C before including reduce/kernel_loops.h"
 #endif
 
 namespace gpurdma::reduce::GPURDMA_ISA {
 namespace {
+
+// binary16 conversions: the compiler's _Float16 casts where this ISA has F16C (they
+// become vcvtph2ps/vcvtps2ph once inlined here; F16C gives the same bits as half.h's
+// portable conversions, which the other variants use).
+#if GPURDMA_ISA_F16C && defined(GPURDMA_HAVE_FLOAT16)
+using HalfConv = NativeHalf;
+#else
+using HalfConv = SoftHalf;
+#endif
+
+// The element type this variant computes with: its own half conversions, else the
+// type map's.
+template <typename T>
+struct Local {
+    using type = T;
+};
+template <typename C>
+struct Local<Half<C>> {
+    using type = Half<HalfConv>;
+};
 
 // One loop per aliasing case, each with __restrict on exactly the pointers known to
 // be distinct, so the loops vectorize without runtime alias checks; not every
@@ -95,7 +117,7 @@ constexpr Kernel kernel_for() {
     } else if constexpr (kHasFma && types::multiplies_and_adds(op, Elem::kind)) {
         return nullptr;  // never built where it could fuse (see the top of this file)
     } else {
-        return &run<typename types::Op<op>::type, typename Elem::type>;
+        return &run<typename types::Op<op>::type, typename Local<typename Elem::type>::type>;
     }
 }
 

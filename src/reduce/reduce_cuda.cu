@@ -6,6 +6,8 @@
 // fixed order (source 0 first = lower rank first), so floats are identical on every
 // rank that copies the result. One extern "C" entry per (op, dtype), with a plain
 // name the host builds from the enum values (reduce_device.h).
+#include <cuda_fp16.h>
+
 #include <cstdint>
 
 #include "reduce/element_types.h"
@@ -14,6 +16,14 @@
 
 namespace gpurdma::reduce::device {
 namespace {
+
+// binary16 through CUDA's __half: widened exactly, rounded back to nearest even
+// (__float2half_rn), as on the host. Computed NaNs come out canonical, as every
+// device float NaN does.
+struct CudaHalf {
+    __host__ __device__ static float widen(uint16_t h) { return __half2float(__ushort_as_half(h)); }
+    __host__ __device__ static uint16_t narrow(float f) { return __half_as_ushort(__float2half_rn(f)); }
+};
 
 template <int D> struct DevType { using type = void; };
 template <> struct DevType<GPURDMA_INT8> { using type = int8_t; };
@@ -35,6 +45,7 @@ template <> struct DevType<GPURDMA_DOUBLE_INT> { using type = ValueIndex<double>
 template <> struct DevType<GPURDMA_LONG_INT> { using type = ValueIndex<long>; };
 template <> struct DevType<GPURDMA_2INT> { using type = ValueIndex<int>; };
 template <> struct DevType<GPURDMA_SHORT_INT> { using type = ValueIndex<short>; };
+template <> struct DevType<GPURDMA_FLOAT16> { using type = Half<CudaHalf>; };
 
 template <int O> struct DevOp;
 template <> struct DevOp<GPURDMA_SUM> { using type = Sum; };
@@ -121,10 +132,12 @@ __device__ void dispatch(const ReduceArgs &a)
     GPURDMA_RS(O, 0) GPURDMA_RS(O, 1) GPURDMA_RS(O, 2) GPURDMA_RS(O, 3) GPURDMA_RS(O, 4)    \
     GPURDMA_RS(O, 5) GPURDMA_RS(O, 6) GPURDMA_RS(O, 7) GPURDMA_RS(O, 8) GPURDMA_RS(O, 9)    \
     GPURDMA_RS(O, 11) GPURDMA_RS(O, 12) GPURDMA_RS(O, 13) GPURDMA_RS(O, 14)                \
-    GPURDMA_RS(O, 16) GPURDMA_RS(O, 17) GPURDMA_RS(O, 18) GPURDMA_RS(O, 19) GPURDMA_RS(O, 20)
+    GPURDMA_RS(O, 16) GPURDMA_RS(O, 17) GPURDMA_RS(O, 18) GPURDMA_RS(O, 19) GPURDMA_RS(O, 20)    \
+    GPURDMA_RS(O, 22)
 // dtypes 10, 15, 21 are the long double family: no device kernels.
 static_assert(GPURDMA_LONG_DOUBLE == 10 && GPURDMA_LONG_DOUBLE_COMPLEX == 15 && GPURDMA_LONG_DOUBLE_INT == 21 &&
-              GPURDMA_DTYPE_COUNT == 22 && GPURDMA_OP_COUNT == 12, "kernel list matches the enums");
+              GPURDMA_FLOAT16 == 22 && GPURDMA_DTYPE_COUNT == 23 && GPURDMA_OP_COUNT == 12,
+              "kernel list matches the enums");
 
 GPURDMA_RS_OP(0) GPURDMA_RS_OP(1) GPURDMA_RS_OP(2) GPURDMA_RS_OP(3) GPURDMA_RS_OP(4) GPURDMA_RS_OP(5)
 GPURDMA_RS_OP(6) GPURDMA_RS_OP(7) GPURDMA_RS_OP(8) GPURDMA_RS_OP(9) GPURDMA_RS_OP(10) GPURDMA_RS_OP(11)

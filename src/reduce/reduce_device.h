@@ -43,7 +43,7 @@ constexpr Kind kind_of(gpurdma_dtype_t d)
         case GPURDMA_INT8: case GPURDMA_UINT8: case GPURDMA_INT16: case GPURDMA_UINT16:
         case GPURDMA_INT32: case GPURDMA_UINT32: case GPURDMA_INT64: case GPURDMA_UINT64:
             return Kind::Integer;
-        case GPURDMA_FLOAT: case GPURDMA_DOUBLE: return Kind::Floating;
+        case GPURDMA_FLOAT: case GPURDMA_DOUBLE: case GPURDMA_FLOAT16: return Kind::Floating;
         case GPURDMA_BOOL: return Kind::Logical;
         case GPURDMA_BYTE: return Kind::Byte;
         case GPURDMA_FLOAT_COMPLEX: case GPURDMA_DOUBLE_COMPLEX: return Kind::Complex;

@@ -28,29 +28,36 @@ namespace gpurdma::reduce::baseline {
 constexpr bool kHasFma = false;
 }  // namespace gpurdma::reduce::baseline
 #define GPURDMA_ISA baseline
+#define GPURDMA_ISA_F16C 0
 #include "reduce/kernel_loops.h"
+#undef GPURDMA_ISA_F16C
 #undef GPURDMA_ISA
 
 #if GPURDMA_X86_VARIANTS
-// "avx2" alone does not enable FMA (that is the separate "fma" feature).
+// "avx2" alone does not enable FMA (that is the separate "fma" feature); F16C comes
+// with every AVX2 CPU and converts half precision.
 #pragma GCC push_options
-#pragma GCC target("avx2")
+#pragma GCC target("avx2,f16c")
 namespace gpurdma::reduce::avx2 {
 constexpr bool kHasFma = false;
 }  // namespace gpurdma::reduce::avx2
 #define GPURDMA_ISA avx2
+#define GPURDMA_ISA_F16C 1
 #include "reduce/kernel_loops.h"
+#undef GPURDMA_ISA_F16C
 #undef GPURDMA_ISA
 #pragma GCC pop_options
 
 // AVX-512F contains FMA: GCC uses it for 512-bit vectors whatever "fma" says.
 #pragma GCC push_options
-#pragma GCC target("avx512f")
+#pragma GCC target("avx512f,f16c")
 namespace gpurdma::reduce::avx512 {
 constexpr bool kHasFma = true;
 }  // namespace gpurdma::reduce::avx512
 #define GPURDMA_ISA avx512
+#define GPURDMA_ISA_F16C 1
 #include "reduce/kernel_loops.h"
+#undef GPURDMA_ISA_F16C
 #undef GPURDMA_ISA
 #pragma GCC pop_options
 #endif
@@ -121,8 +128,9 @@ bool isa_runnable(Isa isa) {
 #if GPURDMA_X86_VARIANTS
     // libgcc's checks include the OS saving the wider registers (XCR0).
     __builtin_cpu_init();
-    if (isa == Isa::Avx2) return __builtin_cpu_supports("avx2");
-    if (isa == Isa::Avx512) return __builtin_cpu_supports("avx512f");
+    const bool f16c = __builtin_cpu_supports("f16c");
+    if (isa == Isa::Avx2) return f16c && __builtin_cpu_supports("avx2");
+    if (isa == Isa::Avx512) return f16c && __builtin_cpu_supports("avx512f");
 #endif
     return true;
 }
@@ -193,7 +201,7 @@ constexpr const char* kDtypeNames[] = {
     "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64",
     "float", "double", "long_double", "bool", "byte",
     "float_complex", "double_complex", "long_double_complex",
-    "float_int", "double_int", "long_int", "2int", "short_int", "long_double_int",
+    "float_int", "double_int", "long_int", "2int", "short_int", "long_double_int", "float16",
 };
 static_assert(std::size(kDtypeNames) == GPURDMA_DTYPE_COUNT);
 

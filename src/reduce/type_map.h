@@ -10,6 +10,7 @@
 #include "gpurdma/gpurdma.h"
 #include "reduce/element_types.h"
 #include "reduce/functors.h"
+#include "reduce/half.h"
 
 namespace gpurdma::reduce::types {
 
@@ -53,6 +54,8 @@ template <> struct Dtype<GPURDMA_2INT> : Layout<ValueIndex<int>, Kind::Pair> {};
 template <> struct Dtype<GPURDMA_SHORT_INT> : Layout<ValueIndex<short>, Kind::Pair> {};
 template <>
 struct Dtype<GPURDMA_LONG_DOUBLE_INT> : Layout<ValueIndex<long double>, Kind::Pair> {};
+// Each kernel variant swaps in its own conversions (kernel_loops.h).
+template <> struct Dtype<GPURDMA_FLOAT16> : Layout<Half<SoftHalf>, Kind::Floating> {};
 
 static_assert(sizeof(bool) == 1, "C _Bool is read as one byte");
 

@@ -38,7 +38,7 @@ TEST(DeviceKernels, CoverEveryHostPairExceptLongDouble)
         EXPECT_EQ(reduce::device::device_supported(op, d), want) << gpurdma_op_name(op) << " " << gpurdma_dtype_name(d);
         device_pairs += want;
     }
-    EXPECT_EQ(device_pairs, 108);
+    EXPECT_EQ(device_pairs, 112);
 }
 
 TEST(DeviceKernels, ElementSizesFitTheVectorAndSliceAlignment)

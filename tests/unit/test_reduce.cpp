@@ -560,6 +560,7 @@ TEST(ReduceApi, DtypeSizesMatchC) {
     EXPECT_EQ(gpurdma_dtype_size(GPURDMA_2INT), sizeof(TwoInt));
     EXPECT_EQ(gpurdma_dtype_size(GPURDMA_SHORT_INT), sizeof(ShortInt));
     EXPECT_EQ(gpurdma_dtype_size(GPURDMA_LONG_DOUBLE_INT), sizeof(LongDoubleInt));
+    EXPECT_EQ(gpurdma_dtype_size(GPURDMA_FLOAT16), 2u);  // _Float16
     EXPECT_EQ(gpurdma_dtype_size(GPURDMA_DTYPE_COUNT), 0u);
 #if defined(__x86_64__)
     EXPECT_EQ(gpurdma_dtype_size(GPURDMA_LONG_DOUBLE_INT), 32u);
@@ -591,6 +592,7 @@ TEST(ReduceApi, SupportedTableMatchesStandard) {
         {GPURDMA_FLOAT_INT, pair},         {GPURDMA_DOUBLE_INT, pair},
         {GPURDMA_LONG_INT, pair},          {GPURDMA_2INT, pair},
         {GPURDMA_SHORT_INT, pair},         {GPURDMA_LONG_DOUBLE_INT, pair},
+        {GPURDMA_FLOAT16, floating},  // _Float16 (Open MPI 5: MPIX_C_FLOAT16), as float
     };
     ASSERT_EQ(std::size(table), size_t{GPURDMA_DTYPE_COUNT});
     std::set<int> seen;

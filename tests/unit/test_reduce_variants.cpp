@@ -1,6 +1,7 @@
 // Every host kernel variant this CPU can run (baseline, AVX2, AVX-512), called
 // directly rather than through the dispatcher, against a plain scalar reference
-// written here: the same bits for every op x dtype, at every length from 1 to 67
+// written here: the same bits for every op x dtype (half precision against the
+// compiler's _Float16), at every length from 1 to 67
 // (vector bodies and scalar tails), in every aliasing case and at misaligned
 // addresses. A variant that fused a multiply-add or reassociated would differ in the
 // last bit of some element.
@@ -28,6 +29,7 @@ template <typename T>
 struct Cplx { T re, im; };  // C's T _Complex
 template <typename V>
 struct Pair { V v; int i; };  // MPI's value/index structs
+struct F16 { std::uint16_t bits; };  // C's _Float16, as bits
 
 // ---------------------------------------------------------------- the reference
 // One element at a time, in the textbook operations, each product rounded to T on
@@ -86,6 +88,37 @@ NO_VECTOR Cplx<T> ref_complex(gpurdma_op_t op, Cplx<T> a, Cplx<T> b) {
     const T ri = rounded<T>(a.re * b.im), ir = rounded<T>(a.im * b.re);
     return {rounded<T>(rr - ii), rounded<T>(ri + ir)};
 }
+
+#if defined(__FLT16_MANT_DIG__)
+// binary16 through the compiler's own _Float16 conversions (libgcc's soft-float here,
+// not gpurdma's), the op in float, rounded back to half: the MPI's op on _Float16.
+NO_VECTOR float widen(F16 h) {
+    _Float16 x;
+    std::memcpy(&x, &h.bits, sizeof x);
+    return rounded<float>(static_cast<float>(x));
+}
+
+NO_VECTOR F16 narrow(float f) {
+    volatile _Float16 x = static_cast<_Float16>(f);
+    F16 h;
+    std::memcpy(&h.bits, const_cast<_Float16*>(&x), sizeof h.bits);
+    return h;
+}
+
+NO_VECTOR F16 ref_half(gpurdma_op_t op, F16 a, F16 b) {
+    const float x = widen(a), y = widen(b);
+    switch (op) {
+        case GPURDMA_SUM: return narrow(rounded<float>(x + y));
+        case GPURDMA_PROD: return narrow(rounded<float>(x * y));
+        default: {  // MIN/MAX return an operand, chosen by the rules for float
+            if (std::isnan(x)) return a;
+            if (std::isnan(y)) return b;
+            const float pick = ref_floating<float>(op, x, y);
+            return (pick == x && std::signbit(pick) == std::signbit(x)) ? a : b;
+        }
+    }
+}
+#endif
 
 // MAXLOC/MINLOC: the better value wins; on a tie (or unordered values) the smaller
 // index.
@@ -177,6 +210,8 @@ void append_bytes(const Pair<V>& x, std::vector<unsigned char>& out) {
     append_bytes(x.i, out);
 }
 
+void append_bytes(const F16& x, std::vector<unsigned char>& out) { append_bytes(x.bits, out); }
+
 template <typename T>
 std::vector<unsigned char> meaningful_bytes(const T& x) {
     std::vector<unsigned char> out;
@@ -200,6 +235,12 @@ bool same(const T& got, const T& want, bool computed) {
 template <typename T>
 bool same(const Cplx<T>& got, const Cplx<T>& want, bool computed) {
     return same(got.re, want.re, computed) && same(got.im, want.im, computed);
+}
+
+bool same(const F16& got, const F16& want, bool computed) {
+    const auto nan = [](F16 h) { return (h.bits & 0x7fff) > 0x7c00; };
+    if (computed && nan(got) && nan(want)) return true;
+    return got.bits == want.bits;
 }
 
 template <typename V>
@@ -343,6 +384,29 @@ void check_loc(Isa isa, gpurdma_op_t op, gpurdma_dtype_t dtype) {
     check_kernel<Pair<V>>(isa, op, dtype, ref_loc<V>, +gen);
 }
 
+// Halves: any bits (NaNs, infinities, subnormals), small integers (exact sums and
+// ties), and values near the largest finite half (sums and products that overflow).
+F16 half_value() {
+    switch (rng()() % 4) {
+        case 0: return {static_cast<std::uint16_t>(rng()())};
+        case 1: {
+            const std::uint16_t small[] = {0x0000, 0x8000, 0x3c00, 0xbc00, 0x4000, 0x4200,
+                                           0xc400, 0x3800, 0x0001, 0x03ff, 0x0400, 0x7c00};
+            return {small[rng()() % std::size(small)]};
+        }
+        case 2: return {static_cast<std::uint16_t>(0x7800 + rng()() % 0x400 + (rng()() % 2) * 0x8000)};
+        default: return {static_cast<std::uint16_t>(0x1000 + rng()() % 0x4000 + (rng()() % 2) * 0x8000)};
+    }
+}
+
+void check_half(Isa isa, gpurdma_op_t op, gpurdma_dtype_t dtype) {
+#if defined(__FLT16_MANT_DIG__)
+    check_kernel<F16>(isa, op, dtype, ref_half, half_value);
+#else
+    (void)isa, (void)op, (void)dtype;  // no _Float16 in this compiler: no reference
+#endif
+}
+
 // C _Bool and MPI_BYTE are read as bytes; a bool byte other than 0 or 1 is still true.
 void check_bytes(Isa isa, gpurdma_op_t op, gpurdma_dtype_t dtype) {
     auto gen = []() {
@@ -377,6 +441,7 @@ void check_pair(Isa isa, gpurdma_op_t op, gpurdma_dtype_t dtype) {
         case GPURDMA_2INT: return check_loc<int>(isa, op, dtype);
         case GPURDMA_SHORT_INT: return check_loc<short>(isa, op, dtype);
         case GPURDMA_LONG_DOUBLE_INT: return check_loc<long double>(isa, op, dtype);
+        case GPURDMA_FLOAT16: return check_half(isa, op, dtype);
         default: FAIL() << "no reference for dtype " << dtype << ": add one here";
     }
 }
