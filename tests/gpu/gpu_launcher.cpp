@@ -124,6 +124,8 @@ void fill(gpurdma_dtype_t d, int rank, uint64_t seed, char *buf, size_t count)
         std::memset(p, 0, es);
         switch (d) {
             case GPURDMA_FLOAT: small_int<float>(p, h); break;
+            // Small integers, not random bits: a device computes one canonical NaN.
+            case GPURDMA_FLOAT16: small_int<_Float16>(p, h); break;
             case GPURDMA_DOUBLE: small_int<double>(p, h); break;
             case GPURDMA_LONG_DOUBLE: small_int<long double>(p, h); break;
             case GPURDMA_FLOAT_COMPLEX: small_int<float>(p, h); small_int<float>(p + 4, h >> 16); break;
@@ -165,6 +167,7 @@ bool same(gpurdma_dtype_t d, const char *a, const char *b, size_t es)
 {
     switch (d) {
         case GPURDMA_FLOAT: return same_values<float>(a, b, 1);
+        case GPURDMA_FLOAT16: return same_values<_Float16>(a, b, 1);
         case GPURDMA_DOUBLE: return same_values<double>(a, b, 1);
         case GPURDMA_LONG_DOUBLE: return same_values<long double>(a, b, 1);
         case GPURDMA_FLOAT_COMPLEX: return same_values<float>(a, b, 2);
