@@ -56,6 +56,15 @@ SCENARIOS = {
 }
 
 
+def cores():
+    """Cores, not hardware threads: Open MPI's default slots per host."""
+    try:
+        out = subprocess.run(["lscpu", "-p=CORE,SOCKET"], capture_output=True, text=True, check=True).stdout
+        return max(1, len({l for l in out.splitlines() if l and not l.startswith("#")}))
+    except (OSError, subprocess.CalledProcessError):
+        return os.cpu_count()
+
+
 def parse_size(text):
     m = re.fullmatch(r"(\d+)([KMG]?)", text.strip().upper())
     if not m:
@@ -81,7 +90,7 @@ def run_osu(binary, np_, config, lo, hi, iters, warmup, dtype, extra_mpirun, tim
     if cluster:
         launcher = [os.path.join(TOP, "contrib", "cluster.sh"), "run"]
     else:
-        launcher = ["mpirun"] + (["--oversubscribe"] if np_ > os.cpu_count() else []) + SCENARIOS[scenario][0]
+        launcher = ["mpirun"] + (["--oversubscribe"] if np_ > cores() else []) + SCENARIOS[scenario][0]
     counts = [] if iters is None else ["-i", str(iters), "-x", str(warmup)]
     cmd = (launcher + ["-np", str(np_)] + CONFIGS[config] + extra_mpirun
            + [binary, "-m", f"{lo}:{hi}"] + counts + ["-T", dtype, "-f"]
@@ -140,7 +149,7 @@ def main():
             ap.error(f"unknown scenario {scenario!r}: one of {', '.join(SCENARIOS)}")
         for n in (int(x) for x in args.np.split(",") if x):
             label = f"np={n}" + ("" if scenario == "default" else f" {scenario}")
-            label += " oversubscribed" if n > os.cpu_count() else ""
+            label += " oversubscribed" if n > cores() else ""
             runs.append((label, n, False, scenario))
     cluster_hosts = 0
     if args.cluster:

@@ -34,6 +34,7 @@ gpurdma_context::gpurdma_context(const gpurdma_config_t &c)
     // One process per host says it (every process would reach the same verdict).
     if (!warning.empty() && config.local_rank <= 0) log.log(0, "%s", warning.c_str());
     host_cpus = gpurdma::topo::host_cpu_budget();
+    cgroup = gpurdma::topo::own_cgroup();
     plan.chunk_size = config.chunk_size;
     plan.small_msg_max = config.small_msg_max;
     plan.node_chunk = config.node_chunk_size;

@@ -2,6 +2,8 @@
 
 #include <sched.h>
 
+#include <map>
+
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -44,18 +46,14 @@ std::vector<uint64_t> model_bits(const gpurdma::plan::CostModel &m)
     return out;
 }
 
-// A rank's placement from its set-up record: CPU list, job processes, host CPUs.
+// A rank's placement from its set-up record: CPU list, cgroup, job processes, host CPUs.
 bool read_placement(gpurdma::wire::Reader &rd, gpurdma::topo::RankPlacement *p)
 {
-    uint32_t n = 0, v = 0;
-    if (!rd.u32(&n) || n > CPU_SETSIZE) return false;
-    p->cpus.clear();
-    for (uint32_t i = 0; i < n; ++i) {
-        if (!rd.u32(&v) || v >= CPU_SETSIZE) return false;
-        p->cpus.push_back(static_cast<int>(v));
-    }
+    std::string cpus;
     uint32_t processes = 0, host_cpus = 0;
-    if (!rd.u32(&processes) || !rd.u32(&host_cpus)) return false;
+    if (!rd.str(&cpus) || !rd.str(&p->cgroup) || !rd.u32(&processes) || !rd.u32(&host_cpus)) return false;
+    // An unreadable mask (empty) still counts the rank; it just cannot claim a CPU.
+    if (!cpus.empty() && !gpurdma::topo::parse_cpu_list(cpus, &p->cpus)) return false;
     p->job_processes = static_cast<int>(std::min<uint32_t>(processes, 1u << 20));
     p->host_cpus = static_cast<int>(std::min<uint32_t>(host_cpus, CPU_SETSIZE));
     return true;
@@ -100,28 +98,33 @@ gpurdma_comm::~gpurdma_comm()
     release_transports();
 }
 
-std::string gpurdma_comm::wait_policy(const std::string &host) const
+void gpurdma_comm::decide_waits(const std::vector<gpurdma::topo::RankPlacement> &placements)
 {
-    std::vector<gpurdma::topo::RankPlacement> on_host;
-    for (int r = 0; r < size; ++r)
-        if (hosts_[static_cast<size_t>(r)] == host) on_host.push_back(placements_[static_cast<size_t>(r)]);
-    const auto d = gpurdma::topo::decide_wait(on_host);
-    std::string text = "wait on " + host + ": " + d.describe();
-    const double us = context->config.spin_us;
-    if (!d.yield && us >= 0) {
-        char budget[64];
-        std::snprintf(budget, sizeof budget, "; yield after %g us", us);
-        text += budget;
-    }
-    return text;
+    std::map<std::string, std::vector<gpurdma::topo::RankPlacement>> by_host;
+    for (int r = 0; r < size; ++r) by_host[hosts_[static_cast<size_t>(r)]].push_back(placements[static_cast<size_t>(r)]);
+    waits_.clear();
+    for (const auto &h : by_host) waits_.emplace(h.first, gpurdma::topo::decide_wait(h.second));
+    oversubscribed_ = waits_.at(hosts_[static_cast<size_t>(rank)]).yield;
 }
 
 std::string gpurdma_comm::wait_policies() const
 {
+    // Hosts that decided alike share one entry, so the line stays short on many hosts.
+    std::map<std::string, std::vector<std::string>> hosts_by_verdict;
+    for (const auto &w : waits_) hosts_by_verdict[w.second.describe()].push_back(w.first);
     std::string text;
-    std::set<std::string> done;
-    for (const auto &h : hosts_)
-        if (done.insert(h).second) text += (text.empty() ? "" : "; ") + wait_policy(h);
+    const double us = context->config.spin_us;
+    for (const auto &v : hosts_by_verdict) {
+        const auto &hosts = v.second;
+        std::string where = hosts.size() > 3 ? std::to_string(hosts.size()) + " hosts (" + hosts[0] + ", ...)" : "";
+        for (size_t i = 0; hosts.size() <= 3 && i < hosts.size(); ++i) where += (i ? ", " : "") + hosts[i];
+        text += (text.empty() ? "wait on " : "; wait on ") + where + ": " + v.first;
+        if (!waits_.at(hosts[0]).yield && us >= 0) {
+            char budget[64];
+            std::snprintf(budget, sizeof budget, "; yield after %g us", us);
+            text += budget;
+        }
+    }
     return text;
 }
 
@@ -280,12 +283,6 @@ bool gpurdma_comm::setup_local(const std::vector<std::string> &nodes, std::strin
     const size_t small = context->plan.small_msg_max;
     node_direct_max_ = members.size() == 2 && small > 0 ? SIZE_MAX : small;
     node_index_ = static_cast<int>(std::lower_bound(members.begin(), members.end(), rank) - members.begin());
-    // The whole host decides, from every rank's placement: all its ranks wait alike.
-    std::vector<gpurdma::topo::RankPlacement> on_host;
-    for (int r = 0; r < size; ++r)
-        if (hosts_[static_cast<size_t>(r)] == hosts_[static_cast<size_t>(rank)])
-            on_host.push_back(placements_[static_cast<size_t>(r)]);
-    oversubscribed_ = gpurdma::topo::decide_wait(on_host).yield;
     const size_t segment_bytes = channel_bytes() + (node_path_ ? arena_layout().bytes() : 0);
     const auto &cfg = context->config;
     const auto peers = [this](int r) { return remote_peers(r); };
@@ -376,16 +373,15 @@ gpurdma_status_t gpurdma_comm::ensure_setup()
     w1.str(context->host);
     w1.str(context->node);
     w1.str(context->rail_device);
-    const std::vector<int> cpus = gpurdma::topo::own_cpus();
-    w1.u32(static_cast<uint32_t>(cpus.size()));
-    for (int c : cpus) w1.u32(static_cast<uint32_t>(c));
+    w1.str(gpurdma::topo::format_cpu_list(gpurdma::topo::own_cpus()));
+    w1.str(context->cgroup);
     w1.u32(static_cast<uint32_t>(std::max(0, cfg.local_processes)));
     w1.u32(static_cast<uint32_t>(context->host_cpus));
     std::vector<std::string> blobs;
     if (!exchange(w1.take(), &blobs)) return decline("set-up exchange failed");
     hosts_.assign(static_cast<size_t>(size), "?");
     devices_.assign(static_cast<size_t>(size), "");
-    placements_.assign(static_cast<size_t>(size), {});
+    std::vector<gpurdma::topo::RankPlacement> placements(static_cast<size_t>(size));
     std::vector<std::string> nodes(static_cast<size_t>(size));
     for (int r = 0; r < size; ++r) {
         gpurdma::wire::Reader rd(blobs[r]);
@@ -399,7 +395,7 @@ gpurdma_status_t gpurdma_comm::ensure_setup()
         uint32_t calibrates = 0;
         readable = readable && rd.u32(&calibrates);
         readable = readable && rd.str(&algorithm) && rd.str(&logical) && rd.str(&hosts_[r]) && rd.str(&nodes[r]) &&
-                   rd.str(&devices_[r]) && read_placement(rd, &placements_[r]);
+                   rd.str(&devices_[r]) && read_placement(rd, &placements[r]);
         if (!readable) return decline("rank " + std::to_string(r) + " runs another gpurdma version");
         // Everything that shapes the plan must be the same on every rank.
         if (slots != static_cast<uint32_t>(cfg.slots) || chunk != cfg.chunk_size ||
@@ -410,6 +406,9 @@ gpurdma_status_t gpurdma_comm::ensure_setup()
                            " uses other slots/chunk_size/node_chunk_size/small_msg_max/algorithm/logical_nodes/"
                            "cost model/calibrate parameters");
     }
+
+    // The whole host decides, from every rank's placement: all its ranks wait alike.
+    decide_waits(placements);
 
     // Round 2: local resources, then everyone's addresses. A rank that failed still
     // takes part (ok = 0) so that every rank reaches the same decision.

@@ -58,8 +58,9 @@ private:
     void release_transports();
     std::vector<int> remote_peers(int r) const;
     void log_summary(std::chrono::steady_clock::time_point t0) const;
-    std::string wait_policy(const std::string &host) const;  // one host's spin or yield, and why
-    std::string wait_policies() const;                       // every host's, for the set-up line
+    // Each host's spin-or-yield from all ranks' placements; sets oversubscribed_.
+    void decide_waits(const std::vector<gpurdma::topo::RankPlacement> &placements);
+    std::string wait_policies() const;  // every host's decision and why, for the set-up line
     bool exchange(const std::string &mine, std::vector<std::string> *all);
     const gpurdma::plan::Schedule &schedule_for(size_t count, size_t elem_size, bool in_place);
     gpurdma_status_t run(const gpurdma::plan::Schedule &schedule, const void *sendbuf, void *recvbuf,
@@ -84,7 +85,7 @@ private:
     double calibration_ms_ = -1;      // how long calibration took (-1: not done)
     std::vector<std::string> hosts_;
     std::vector<std::string> devices_;  // each rank's rail NIC ("" = UCX's choice)
-    std::vector<gpurdma::topo::RankPlacement> placements_;  // each rank's CPUs, for the wait policy
+    std::map<std::string, gpurdma::topo::WaitDecision> waits_;  // host -> how its ranks wait
     // Declared in release order: router, then channels, then the segment they use.
     std::unique_ptr<gpurdma::transport::ShmSegment> segment_;
     std::unique_ptr<gpurdma::transport::ShmChannels> shm_;

@@ -18,7 +18,8 @@ struct gpurdma_context {
     std::string rail_device;    // the NIC this process uses between nodes ("" = UCX's choice)
     std::string host;           // this host's name
     std::string node;           // this process's node: the host, or its logical node ("host#k")
-    int host_cpus = 0;          // CPUs the host gives the job (cpuset, quota), for the wait policy
+    int host_cpus = 0;          // CPUs this process's cgroup gives it (cpuset, quota), for the wait policy
+    std::string cgroup;         // that cgroup: ranks in different ones have budgets of their own
     gpurdma::plan::PlanParams plan;
     gpurdma::Logger log;
     std::unique_ptr<gpurdma::transport::UcxContext> ucx;  // started by the first set-up

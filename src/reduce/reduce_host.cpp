@@ -22,10 +22,19 @@
 #define GPURDMA_X86_VARIANTS 0
 #endif
 
+// FMA enabled for the whole file from the command line (-march=native, -mfma): every
+// variant could then fuse, so none builds the kernels that multiply and add, and
+// those (op, type) pairs go to the previous module, which rounds each operation.
+#if defined(__FMA__) || defined(__FMA4__) || defined(__AVX512F__)
+#define GPURDMA_COMMAND_LINE_FMA true
+#else
+#define GPURDMA_COMMAND_LINE_FMA false
+#endif
+
 namespace gpurdma::reduce::baseline {
 // x86-64's baseline (SSE2) has no FMA; elsewhere the flags decide (-ffp-contract=off),
 // and contrib/check-no-fma.sh checks what was built.
-constexpr bool kHasFma = false;
+constexpr bool kHasFma = GPURDMA_COMMAND_LINE_FMA;
 }  // namespace gpurdma::reduce::baseline
 #define GPURDMA_ISA baseline
 #define GPURDMA_ISA_F16C 0
@@ -39,7 +48,7 @@ constexpr bool kHasFma = false;
 #pragma GCC push_options
 #pragma GCC target("avx2,f16c")
 namespace gpurdma::reduce::avx2 {
-constexpr bool kHasFma = false;
+constexpr bool kHasFma = GPURDMA_COMMAND_LINE_FMA;
 }  // namespace gpurdma::reduce::avx2
 #define GPURDMA_ISA avx2
 #define GPURDMA_ISA_F16C 1
@@ -130,7 +139,9 @@ bool isa_runnable(Isa isa) {
     __builtin_cpu_init();
     const bool f16c = __builtin_cpu_supports("f16c");
     if (isa == Isa::Avx2) return f16c && __builtin_cpu_supports("avx2");
-    if (isa == Isa::Avx512) return f16c && __builtin_cpu_supports("avx512f");
+    // AVX-512's complex PROD is AVX2's kernel (kernel()), so it needs AVX2 too.
+    if (isa == Isa::Avx512)
+        return f16c && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx2");
 #endif
     return true;
 }

@@ -6,7 +6,9 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstdlib>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -58,16 +60,16 @@ int quota_cpus()
         std::istringstream in(v2);
         std::string quota;
         double period = 0;
-        if (in >> quota >> period && quota != "max" && period > 0)
-            return std::max(1, static_cast<int>(std::ceil(std::stod(quota) / period)));
-        return 0;
+        if (!(in >> quota >> period) || quota == "max" || period <= 0) return 0;
+        const double q = std::strtod(quota.c_str(), nullptr);
+        return q > 0 ? std::max(1, static_cast<int>(std::ceil(q / period))) : 0;
     }
     for (const std::string dir : {"/sys/fs/cgroup/cpu", "/sys/fs/cgroup/cpu,cpuacct"}) {
         const std::string path = cgroup_path("cpu");
         const std::string quota = read_cgroup_file(dir, path, "cpu.cfs_quota_us");
         const std::string period = read_cgroup_file(dir, path, "cpu.cfs_period_us");
         if (quota.empty() || period.empty()) continue;
-        const double q = std::stod(quota), p = std::stod(period);
+        const double q = std::strtod(quota.c_str(), nullptr), p = std::strtod(period.c_str(), nullptr);
         return q > 0 && p > 0 ? std::max(1, static_cast<int>(std::ceil(q / p))) : 0;
     }
     return 0;
@@ -110,9 +112,10 @@ bool parse_cpu_list(const std::string &text, std::vector<int> *cpus)
         const std::string lo_text = item.substr(0, dash);
         const std::string hi_text = dash == std::string::npos ? lo_text : item.substr(dash + 1);
         auto number = [](const std::string &s, int *v) {
-            if (s.empty() || s.size() > 6 || !std::all_of(s.begin(), s.end(), ::isdigit)) return false;
-            *v = std::stoi(s);
-            return true;
+            const auto digit = [](unsigned char c) { return std::isdigit(c) != 0; };
+            if (s.empty() || s.size() > 6 || !std::all_of(s.begin(), s.end(), digit)) return false;
+            *v = std::atoi(s.c_str());
+            return *v < CPU_SETSIZE;
         };
         int lo = 0, hi = 0;
         if (!number(lo_text, &lo) || !number(hi_text, &hi) || hi < lo) return false;
@@ -121,6 +124,25 @@ bool parse_cpu_list(const std::string &text, std::vector<int> *cpus)
     std::sort(cpus->begin(), cpus->end());
     cpus->erase(std::unique(cpus->begin(), cpus->end()), cpus->end());
     return !cpus->empty();
+}
+
+std::string format_cpu_list(const std::vector<int> &cpus)
+{
+    std::string out;
+    for (size_t i = 0; i < cpus.size();) {
+        size_t j = i;
+        while (j + 1 < cpus.size() && cpus[j + 1] == cpus[j] + 1) ++j;
+        out += (out.empty() ? "" : ",") + std::to_string(cpus[i]);
+        if (j > i) out += "-" + std::to_string(cpus[j]);
+        i = j + 1;
+    }
+    return out;
+}
+
+std::string own_cgroup()
+{
+    const std::string v2 = cgroup_path("");
+    return v2.empty() ? cgroup_path("cpu") : v2;
 }
 
 std::vector<int> own_cpus()
@@ -148,14 +170,17 @@ WaitDecision decide_wait(const std::vector<RankPlacement> &host_ranks)
     d.ranks = static_cast<int>(host_ranks.size());
     d.processes = d.ranks;
     std::set<int> all;
-    int max_cpu = -1;
+    std::map<std::string, int> budgets;  // cgroup -> its CPUs (ranks of one cgroup share them)
     for (const auto &r : host_ranks) {
         all.insert(r.cpus.begin(), r.cpus.end());
-        if (!r.cpus.empty()) max_cpu = std::max(max_cpu, r.cpus.back());
         d.processes = std::max(d.processes, r.job_processes);
-        if (r.host_cpus > 0) d.host_cpus = d.host_cpus == 0 ? r.host_cpus : std::min(d.host_cpus, r.host_cpus);
+        if (r.host_cpus <= 0) continue;
+        const auto it = budgets.emplace(r.cgroup, r.host_cpus).first;
+        it->second = std::min(it->second, r.host_cpus);
     }
+    for (const auto &b : budgets) d.host_cpus += b.second;
     d.cpus = static_cast<int>(all.size());
+    const int max_cpu = all.empty() ? -1 : *all.rbegin();
     if (d.host_cpus == 0) d.host_cpus = d.cpus;
     std::vector<int> cpu_owner(static_cast<size_t>(max_cpu + 1), -1);
     for (int r = 0; r < d.ranks; ++r) {

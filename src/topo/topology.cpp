@@ -72,7 +72,8 @@ std::string logical_node(const std::string &host, const std::string &logical_nod
         return host;
     }
     if (local_rank < 0 || local_processes <= local_rank) {
-        *warning = "logical_nodes '" + logical_nodes + "' needs the process's local rank, which is unknown; ignored";
+        *warning = "logical_nodes '" + logical_nodes + "' needs the process's local rank and the job's processes on "
+                   "the host, which are unknown; ignored";
         return host;
     }
     if (sizes.size() == 1) return host + "#" + std::to_string(local_rank / sizes[0]);

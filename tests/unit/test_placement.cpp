@@ -103,6 +103,22 @@ TEST(Placement, DescribeNamesTheNumbers)
                             "processes on 2 host CPUs (more processes than CPUs)");
 }
 
+// Per-task cgroups (e.g. a resource manager's cpuset per rank): each rank's budget is
+// its own CPU, and the host's is their sum, not the smallest.
+TEST(Placement, BudgetsOfDistinctCgroupsAddUp)
+{
+    std::vector<RankPlacement> ranks;
+    for (int i = 0; i < 4; ++i) {
+        ranks.push_back(on({i}, 4, 1));
+        ranks.back().cgroup = "/job/task_" + std::to_string(i);
+    }
+    const auto d = decide_wait(ranks);
+    EXPECT_FALSE(d.yield) << d.describe();
+    EXPECT_EQ(d.host_cpus, 4);
+    for (auto &r : ranks) r.cgroup = "/job";  // one cgroup of one CPU for all four
+    EXPECT_TRUE(decide_wait(ranks).yield);
+}
+
 TEST(Placement, OwnMaskAndBudgetAreReadable)
 {
     EXPECT_FALSE(gpurdma::topo::own_cpus().empty());
@@ -117,4 +133,9 @@ TEST(Placement, ParseCpuList)
     EXPECT_FALSE(parse_cpu_list("", &cpus));
     EXPECT_FALSE(parse_cpu_list("3-1", &cpus));
     EXPECT_FALSE(parse_cpu_list("a", &cpus));
+    EXPECT_FALSE(parse_cpu_list("99999", &cpus));
+    EXPECT_EQ(gpurdma::topo::format_cpu_list({0, 1, 2, 3, 8, 10, 11}), "0-3,8,10-11");
+    EXPECT_EQ(gpurdma::topo::format_cpu_list({5}), "5");
+    ASSERT_TRUE(parse_cpu_list(gpurdma::topo::format_cpu_list(gpurdma::topo::own_cpus()), &cpus));
+    EXPECT_EQ(cpus, gpurdma::topo::own_cpus());
 }
