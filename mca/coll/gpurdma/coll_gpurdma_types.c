@@ -11,6 +11,14 @@
 #include "ompi/datatype/ompi_datatype.h"
 #include "opal/util/output.h"
 
+/* MPI extensions (Open MPI 5's shortfloat defines MPIX_C_FLOAT16 there); 4.1 has the
+ * header without it, other builds may not have it at all. */
+#if defined(__has_include)
+#if __has_include(<mpi-ext.h>)
+#include <mpi-ext.h>
+#endif
+#endif
+
 typedef struct {
     MPI_Datatype handle;
     gpurdma_dtype_t dtype;
@@ -75,6 +83,10 @@ static void build_type_table(void)
     add(MPI_2INT, GPURDMA_2INT);
     add(MPI_SHORT_INT, GPURDMA_SHORT_INT);
     add(MPI_LONG_DOUBLE_INT, GPURDMA_LONG_DOUBLE_INT);
+#if defined(MPIX_C_FLOAT16)
+    /* IEEE binary16 (the same handle as MPIX_SHORT_FLOAT in Open MPI 5). */
+    add(MPIX_C_FLOAT16, GPURDMA_FLOAT16);
+#endif
 }
 
 bool mca_coll_gpurdma_map_datatype(struct ompi_datatype_t *dtype, gpurdma_dtype_t *out)
