@@ -135,7 +135,7 @@ typedef struct gpurdma_config {
     double reduce_gbps;       /* cost model: GB/s of a reduction */
     int calibrate;            /* 1: communicators that span nodes measure the cost model's links at set-up */
     double spin_us;           /* a wait longer than this (microseconds) yields the core while it waits; negative:
-                                 spin until done unless local_processes says the node is oversubscribed */
+                                 spin until done, unless the host's ranks cannot each have a CPU of their own */
     const char *gdr_level;    /* farthest GPU-NIC path for GPUDirect RDMA: LOC, PIX, PXB, PHB or SYS
                                  (NCCL_NET_GDR_LEVEL's scale); the string must outlive the context */
     int ib_gid_index;         /* RoCE/IB port GID index of our UCX context (NCCL_IB_GID_INDEX); -1: UCX's */

@@ -143,8 +143,9 @@ static int gpurdma_register(void)
     spin_param = d.spin_us;
     reg("spin_us", "Microseconds a rank waits for a peer by spinning before it starts yielding its core "
         "(sched_yield) for the rest of that wait: a longer wait means the peer is not running, e.g. other "
-        "hosts' or jobs' processes share the cores. Negative: spin until done. Ranks that outnumber the "
-        "node's cores always yield", MCA_BASE_VAR_TYPE_DOUBLE, OPAL_INFO_LVL_7, &spin_param);
+        "hosts' or jobs' processes share the cores. Negative: spin until done. Where a host's ranks cannot "
+        "each have a CPU of their own (decided from every rank's affinity mask, the job's processes on the host "
+        "and cgroup limits) they always yield", MCA_BASE_VAR_TYPE_DOUBLE, OPAL_INFO_LVL_7, &spin_param);
     net_alpha_param = d.net_alpha_us;
     reg("net_alpha_us", "Cost model: microseconds per message between nodes (auto chooses the algorithm "
         "with the least estimated time; the model and its choices print at verbose 1)",
@@ -176,8 +177,9 @@ static int gpurdma_register(void)
         MCA_BASE_VAR_TYPE_STRING, OPAL_INFO_LVL_7, &ucx_tls_param);
     logical_nodes_param = (char *)"";
     reg("logical_nodes", "Split each host into virtual nodes, for testing the hierarchical path on one "
-        "machine: empty (one node per host), K (nodes of K ranks) or a,b,c (node sizes, summing to the "
-        "ranks per host)", MCA_BASE_VAR_TYPE_STRING, OPAL_INFO_LVL_7, &logical_nodes_param);
+        "machine: empty (one node per host), K (nodes of K processes) or a,b,c (node sizes, summing to "
+        "the job's processes on the host); a process's node is fixed by its local rank, the same in every "
+        "communicator", MCA_BASE_VAR_TYPE_STRING, OPAL_INFO_LVL_7, &logical_nodes_param);
     net_devices_param = (char *)"";
     reg("net_devices", "Network devices for the rails between nodes, like NCCL_IB_HCA: empty (each "
         "rank uses the RDMA NIC nearest its CPUs by hwloc's PCI tree; UCX decides when there is none), "
