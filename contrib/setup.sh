@@ -61,7 +61,9 @@ if [ "$threads_missing" = 1 ]; then
         $sudo apt-get update -qq
         fetch_source || { rm -rf "$src"; echo "setup.sh: apt-get source openmpi=$version failed" >&2; exit 1; }
     fi
-    tar -xf "$src"/openmpi_*.orig.tar.* -C "$src" --wildcards '*/opal/mca/threads/pthreads/*.h'
+    # The upstream tarball, not its detached signature (.asc) beside it.
+    tarball=$(ls "$src"/openmpi_*.orig.tar.* | grep -v '\.asc$' | head -n 1)
+    tar -xf "$tarball" -C "$src" --wildcards '*/opal/mca/threads/pthreads/*.h'
     $sudo install -d "$ompi_inc/opal/mca/threads/pthreads"
     $sudo install -m 644 "$src"/openmpi-*/opal/mca/threads/pthreads/*.h "$ompi_inc/opal/mca/threads/pthreads/"
     rm -rf "$src"

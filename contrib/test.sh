@@ -8,7 +8,9 @@ bash contrib/setup.sh
 echo "== make check"
 cd "$build"
 if ! make -j1 check; then
-    for f in tests/unit/*.log tests/mpi/*.log; do [ -f "$f" ] && tail -60 "$f"; done
+    for f in tests/unit/*.log tests/mpi/*.log tests/cluster/*.log tests/gpu/*.log contrib/*.log; do
+        [ -f "$f" ] && tail -60 "$f"
+    done
     exit 1
 fi
 # Show the suite's own summaries (automake keeps them in the .log files).
