@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "topo/placement.h"
 
 using gpurdma::topo::decide_wait;
