@@ -51,6 +51,7 @@ cleanup() {
         # --one-file-system: never follow into anything that is still mounted.
         rm -rf --one-file-system "$root"
     fi
+    rm -f "$root.debootstrap.log"  # left if debootstrap itself was interrupted
     exit $rc
 }
 trap cleanup EXIT
