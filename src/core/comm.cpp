@@ -11,7 +11,7 @@
 #include <stdexcept>
 #include <thread>
 
-#include "core/wire.h"
+#include "setup/wire.h"
 #include "exec/executor.h"
 #include "exec/node_allreduce.h"
 #include "mem/cuda_driver.h"

@@ -4,7 +4,7 @@
 #include <memory>
 #include <string>
 
-#include "core/logger.h"
+#include "base/log.h"
 #include "gpurdma/gpurdma.h"
 #include "plan/planner.h"
 #include "transport/ucx_context.h"

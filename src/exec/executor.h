@@ -8,12 +8,11 @@
 #include <string>
 
 #include "gpurdma/gpurdma.h"
+#include "exec/task.h"
 #include "plan/schedule.h"
 #include "transport/transport.h"
 
 namespace gpurdma::exec {
-
-enum class State { Running, Done, Failed };
 
 class Executor {
 public:

@@ -1,0 +1,43 @@
+// The one interface every allreduce path implements: the schedule-driven ones (ring,
+// recursive doubling, hierarchical over exec::Executor), the one-node shared-memory
+// allreduce and the device allreduce. Whatever a path needs per communicator (its
+// media, its shared layout, its kernels) it sets up in its constructor or factory;
+// a call is then start() and the progress loop's advance() until done. The
+// communicator's dispatcher (core/comm.cpp) knows nothing of any path's insides.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "base/status.h"
+#include "exec/task.h"
+#include "gpurdma/gpurdma.h"
+
+namespace gpurdma::algo {
+
+// One allreduce call. sendbuf == nullptr: in place (the data is in recvbuf).
+struct Call {
+    const void *sendbuf = nullptr;
+    void *recvbuf = nullptr;
+    size_t count = 0;
+    gpurdma_dtype_t dtype = GPURDMA_BYTE;
+    gpurdma_op_t op = GPURDMA_BOR;
+    bool in_place() const { return sendbuf == nullptr; }
+};
+
+class Algorithm : public exec::Task {
+public:
+    // Begins one call without waiting. Ok: drive it with exec::ProgressLoop until
+    // Done. Unsupported: the same answer on every rank, nothing sent; another path
+    // takes the call. Another error: names the stage (and the peer, if any).
+    virtual Status start(const Call &call) = 0;
+    // After Done: the bookkeeping of the finished call (sequence numbers, counters).
+    virtual void finish() {}
+    // The per-algorithm counter a completed call adds to (gpurdma_comm_stats_t).
+    virtual uint64_t gpurdma_comm_stats_t::*counter() const = 0;
+    // One line for verbose 2 about the started call: "ring, 14 steps", "node allreduce, direct".
+    virtual std::string describe_call() const = 0;
+};
+
+}  // namespace gpurdma::algo
