@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string>
 
-#include "core/wire.h"
+#include "setup/wire.h"
 
 #define CHECK(c) \
     do { \

@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
 
-#include "core/wire.h"
+#include "setup/wire.h"
 
 using namespace gpurdma::wire;
 
