@@ -32,25 +32,28 @@ constexpr Range multiple_in(size_t m, double min, double max, const char *compla
     return Range{min, max, 0, m, complaint};
 }
 
+// One builder per kind of row. Each lists gpurdma_param_info_t's fields in their order:
+// name, type, offset, default_number, default_text, min, max, min_excluded, multiple_of,
+// text_valid, value_name, complaint, info_level, agreed, help.
 constexpr gpurdma_param_info_t number(const char *name, gpurdma_param_type_t type, size_t offset, double value,
                                       Range r, int agreed, int level, const char *help)
 {
-    return {name,    type,    offset,  value, nullptr, r.min, r.max, r.min_excluded, r.multiple_of,
-            nullptr, nullptr, r.complaint, level, agreed, help};
+    return {name,    type,    offset,      value, nullptr, r.min, r.max, r.min_excluded, r.multiple_of,
+            nullptr, nullptr, r.complaint, level, agreed,  help};
 }
 
-constexpr gpurdma_param_info_t text(const char *name, size_t offset, const char *value,
-                                    int (*valid)(const char *), const char *complaint, int agreed, int level,
-                                    const char *help)
+constexpr gpurdma_param_info_t text(const char *name, size_t offset, const char *value, int (*valid)(const char *),
+                                    const char *complaint, int agreed, int level, const char *help)
 {
-    return {name,  GPURDMA_PARAM_STRING, offset, 0, value, 0, 0, 0, 0, valid, nullptr, complaint, level, agreed,
-            help};
+    return {name,  GPURDMA_PARAM_STRING, offset,    0,     value,  0,   0, 0, 0,
+            valid, nullptr,              complaint, level, agreed, help};
 }
 
-constexpr gpurdma_param_info_t choice(const char *name, size_t offset, const char *value,
-                                      const char *(*names)(int), int agreed, int level, const char *help)
+constexpr gpurdma_param_info_t choice(const char *name, size_t offset, const char *value, const char *(*names)(int),
+                                      int agreed, int level, const char *help)
 {
-    return {name, GPURDMA_PARAM_ENUM, offset, 0, value, 0, 0, 0, 0, nullptr, names, nullptr, level, agreed, help};
+    return {name,    GPURDMA_PARAM_ENUM, offset,  0,     value,  0,   0, 0, 0,
+            nullptr, names,              nullptr, level, agreed, help};
 }
 
 #define FIELD(f) offsetof(gpurdma_config_t, f)
