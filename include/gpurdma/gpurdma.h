@@ -144,10 +144,68 @@ typedef struct gpurdma_config {
     gpurdma_log_fn_t log;     /* may be NULL */
 } gpurdma_config_t;
 
+/* Every parameter at its default (from the parameter table below); local_rank -1, log NULL. */
 void gpurdma_config_default(gpurdma_config_t *config);
 
 /* 1 if level is one of LOC, PIX, PXB, PHB, SYS (any case): a valid gdr_level. */
 int gpurdma_gdr_level_valid(const char *level);
+
+/* ---- the parameter table: one row per parameter (coll_gpurdma_<name> in the shim) ---- */
+typedef enum gpurdma_param_type {
+    GPURDMA_PARAM_INT = 0, /* int field */
+    GPURDMA_PARAM_SIZE,    /* size_t field, bytes */
+    GPURDMA_PARAM_DOUBLE,  /* double field */
+    GPURDMA_PARAM_STRING,  /* const char * field, free text */
+    GPURDMA_PARAM_ENUM     /* const char * field holding one of value_name(0), value_name(1), ... */
+} gpurdma_param_type_t;
+
+typedef struct gpurdma_param_info {
+    const char *name;            /* without the "coll_gpurdma_" prefix: "chunk_size" */
+    gpurdma_param_type_t type;
+    size_t offset;               /* where it lives: offsetof(gpurdma_config_t, field) */
+    double default_number;       /* INT, SIZE and DOUBLE */
+    const char *default_text;    /* STRING and ENUM */
+    /* Valid values (checked by gpurdma_config_validate). Numbers: min..max, min itself
+     * excluded if min_excluded, a multiple of multiple_of if not 0 (SIZE only); NaN never.
+     * STRING: text_valid(text) if set; the core checks some texts itself later
+     * (logical_nodes, net_devices). ENUM: one of value_name(i). */
+    double min, max;
+    int min_excluded;
+    size_t multiple_of;
+    int (*text_valid)(const char *text);
+    const char *(*value_name)(int index); /* ENUM: the names, NULL past the last; the index is the MCA value */
+    const char *complaint;       /* what the warning says of a bad value: "is not in 1..64" (NULL: ENUM's list) */
+    int info_level;              /* Open MPI's MCA info level, 1 .. 9 */
+    int agreed;                  /* 1: every rank of a communicator must have the same value (set-up checks) */
+    const char *help;
+} gpurdma_param_info_t;
+
+/* How a value is handed to gpurdma_config_set: the member that matches the type
+ * (ENUM and STRING: text). */
+typedef union gpurdma_param_value {
+    int i;
+    size_t size;
+    double d;
+    const char *text;
+} gpurdma_param_value_t;
+
+int gpurdma_param_count(void);
+/* Row `index` (0 .. count-1), NULL outside. */
+const gpurdma_param_info_t *gpurdma_param_info(int index);
+
+/* The names coll_gpurdma_algorithm takes ("auto", "node", "ring", "rd", "hier", then the
+ * aliases "recursive_doubling", "hierarchical"); NULL past the last. */
+const char *gpurdma_algorithm_name(int index);
+
+/* Stores value in row `index`'s field as given (texts: the pointer, NULL as ""); no check.
+ * GPURDMA_ERR_INVALID for a bad index. */
+gpurdma_status_t gpurdma_config_set(gpurdma_config_t *config, int index, gpurdma_param_value_t value);
+
+/* Replaces every value the table (and the rules between parameters: slots x chunk_size
+ * at most 1 GiB) does not allow by its default, with one warning each through
+ * config->log at level 0: "coll_gpurdma_slots=0 is not in 1..64; using 4". Returns how
+ * many were replaced. */
+int gpurdma_config_validate(gpurdma_config_t *config);
 
 /* ---- process context: one per process, shared by all communicators ---- */
 typedef struct gpurdma_context gpurdma_context_t;

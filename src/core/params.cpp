@@ -1,11 +1,155 @@
+// The parameter table, its C API, and the set-up agreement it drives.
 #include "core/params.h"
 
+#include <cstdint>
 #include <cstring>
-#include <vector>
+#include <limits>
+
+#include "plan/cost_model.h"
 
 namespace gpurdma::params {
 
 namespace {
+
+constexpr double kInfinity = std::numeric_limits<double>::infinity();
+constexpr size_t kMiB = size_t{1} << 20;
+constexpr int kAllRanks = 1;  // the row's `agreed`: checked at every communicator's set-up
+constexpr int kLocal = 0;
+constexpr plan::CostModel kModel{};
+
+// What a number may be; `complaint` is what the warning says of a value outside.
+struct Range {
+    double min = -kInfinity, max = kInfinity;
+    int min_excluded = 0;
+    size_t multiple_of = 0;
+    const char *complaint = nullptr;
+};
+constexpr Range any_number() { return Range{}; }
+constexpr Range in(double min, double max, const char *complaint) { return Range{min, max, 0, 0, complaint}; }
+constexpr Range above(double min, double max, const char *complaint) { return Range{min, max, 1, 0, complaint}; }
+constexpr Range multiple_in(size_t m, double min, double max, const char *complaint)
+{
+    return Range{min, max, 0, m, complaint};
+}
+
+// One builder per kind of row. Each lists gpurdma_param_info_t's fields in their order:
+// name, type, offset, default_number, default_text, min, max, min_excluded, multiple_of,
+// text_valid, value_name, complaint, info_level, agreed, help.
+constexpr gpurdma_param_info_t number(const char *name, gpurdma_param_type_t type, size_t offset, double value,
+                                      Range r, int agreed, int level, const char *help)
+{
+    return {name,    type,    offset,      value, nullptr, r.min, r.max, r.min_excluded, r.multiple_of,
+            nullptr, nullptr, r.complaint, level, agreed,  help};
+}
+
+constexpr gpurdma_param_info_t text(const char *name, size_t offset, const char *value, int (*valid)(const char *),
+                                    const char *complaint, int agreed, int level, const char *help)
+{
+    return {name,  GPURDMA_PARAM_STRING, offset,    0,     value,  0,   0, 0, 0,
+            valid, nullptr,              complaint, level, agreed, help};
+}
+
+constexpr gpurdma_param_info_t choice(const char *name, size_t offset, const char *value, const char *(*names)(int),
+                                      int agreed, int level, const char *help)
+{
+    return {name,    GPURDMA_PARAM_ENUM, offset,  0,     value,  0,   0, 0, 0,
+            nullptr, names,              nullptr, level, agreed, help};
+}
+
+#define FIELD(f) offsetof(gpurdma_config_t, f)
+constexpr auto INT = GPURDMA_PARAM_INT;
+constexpr auto SIZE = GPURDMA_PARAM_SIZE;
+constexpr auto DOUBLE = GPURDMA_PARAM_DOUBLE;
+
+// In the order ompi_info lists them. Help texts are what ompi_info prints.
+const gpurdma_param_info_t kTable[] = {
+    number("verbose", INT, FIELD(verbose), 0, any_number(), kLocal, 6,
+           "0 silent; 1 one line per communicator (what was chosen and why) and warnings; "
+           "2 one line per call and per fallback"),
+    number("chunk_size", SIZE, FIELD(chunk_size), 256 * 1024,
+           multiple_in(64, 4096, 64 * kMiB, "is not a multiple of 64 in 4096..64 MiB"), kAllRanks, 7,
+           "Pipeline chunk and landing-slot size in bytes (4096 .. 64 MiB)"),
+    number("slots", INT, FIELD(slots), 4, in(1, 64, "is not in 1..64"), kAllRanks, 7,
+           "Landing slots per peer channel, i.e. pipeline depth (1 .. 64)"),
+    number("node_chunk_size", SIZE, FIELD(node_chunk_size), 256 * 1024,
+           multiple_in(64, 4096, 64 * kMiB, "is not a multiple of 64 in 4096..64 MiB"), kAllRanks, 7,
+           "Block size in bytes of the one-node shared-memory allreduce (4096 .. 64 MiB, a "
+           "multiple of 64): the pipeline unit of its copy-in, reduce and copy-out"),
+    // Above the largest chunk it could never apply (recursive doubling needs one slot); a
+    // negative value given on the command line arrives as a huge size_t.
+    number("small_msg_max", SIZE, FIELD(small_msg_max), 64 * 1024, in(0, 64 * kMiB, "is not in 0..64 MiB"),
+           kAllRanks, 7,
+           "Largest message in bytes for the latency path: the direct node allreduce "
+           "(one wait; with two ranks on the node, every size) and recursive doubling between nodes; "
+           "0 turns it off"),
+    number("timeout", DOUBLE, FIELD(timeout_s), 60.0, above(0, 86400, "is not in (0, 86400]"), kLocal, 6,
+           "Seconds a collective waits on a peer before it fails with an error naming the "
+           "stage and the peer"),
+    number("spin_us", DOUBLE, FIELD(spin_us), 20.0, in(-kInfinity, 1e6, "is over 1 s"), kLocal, 7,
+           "Microseconds a rank waits for a peer by spinning before it starts yielding its core "
+           "(sched_yield) for the rest of that wait: a longer wait means the peer is not running, e.g. other "
+           "hosts' or jobs' processes share the cores. Negative: spin until done. Where a host's ranks cannot "
+           "each have a CPU of their own (decided from every rank's affinity mask, the job's processes on the host "
+           "and cgroup limits) they always yield"),
+    // The cost model divides by the bandwidths: NaN or 0 would make every comparison false.
+    number("net_alpha_us", DOUBLE, FIELD(net_alpha_us), kModel.net.alpha_us, in(0, 1e6, "is not in [0, 1e6]"),
+           kAllRanks, 7,
+           "Cost model: microseconds per message between nodes (auto chooses the algorithm "
+           "with the least estimated time; the model and its choices print at verbose 1)"),
+    number("net_gbps", DOUBLE, FIELD(net_gbps), kModel.net.gbps, in(1e-6, 1e6, "is not in [1e-06, 1e6]"), kAllRanks,
+           7, "Cost model: bandwidth between nodes in GB/s"),
+    number("shm_alpha_us", DOUBLE, FIELD(shm_alpha_us), kModel.shm.alpha_us, in(0, 1e6, "is not in [0, 1e6]"),
+           kAllRanks, 7, "Cost model: microseconds per message between ranks of one node"),
+    number("shm_gbps", DOUBLE, FIELD(shm_gbps), kModel.shm.gbps, in(1e-6, 1e6, "is not in [1e-06, 1e6]"), kAllRanks,
+           7, "Cost model: bandwidth between ranks of one node in GB/s"),
+    number("calibrate", INT, FIELD(calibrate), 0, in(0, 1, "is not 0 or 1"), kAllRanks, 7,
+           "1: each communicator that spans nodes measures the cost model at set-up (ping-pong of 8 B and "
+           "64 KiB between rank 0 and a rank on another node and one on its own node, and a float sum), a few ms, "
+           "and every rank uses rank 0's numbers; 0: the *_alpha_us / *_gbps parameters"),
+    number("reduce_gbps", DOUBLE, FIELD(reduce_gbps), kModel.reduce_gbps, in(1e-6, 1e6, "is not in [1e-06, 1e6]"),
+           kAllRanks, 7, "Cost model: speed of a reduction in GB/s of input"),
+    choice("algorithm", FIELD(algorithm), "auto", gpurdma_algorithm_name, kAllRanks, 6,
+           "Allreduce algorithm: auto (by message size and topology), node (one-node shared-memory "
+           "reduce-scatter/allgather; auto's choice when all ranks share a node), ring, rd (recursive "
+           "doubling, messages up to chunk_size), hier (node reduce-scatter, per-rail allreduce between "
+           "nodes, node allgather)"),
+    text("ucx_tls", FIELD(ucx_tls), "", nullptr, nullptr, kLocal, 7,
+         "UCX transports for gpurdma's own UCX context (empty: UCX_TLS or UCX's default)"),
+    // Checked by the core when the context starts (topo::logical_node), one warning per host.
+    text("logical_nodes", FIELD(logical_nodes), "", nullptr, nullptr, kAllRanks, 7,
+         "Split each host into virtual nodes, for testing the hierarchical path on one "
+         "machine: empty (one node per host), K (nodes of K processes) or a,b,c (node sizes, summing to "
+         "the job's processes on the host); a process's node is fixed by its local rank, the same in every "
+         "communicator"),
+    // Its syntax is checked by the core when the context starts (a bad list declines).
+    text("net_devices", FIELD(net_devices), "", nullptr, nullptr, kLocal, 6,
+         "Network devices for the rails between nodes, like NCCL_IB_HCA: empty (each "
+         "rank uses the RDMA NIC nearest its CPUs by hwloc's PCI tree; UCX decides when there is none), "
+         "a list (mlx5_0:1,mlx5_1:1), ^list to exclude, or none (UCX_NET_DEVICES/UCX decide)"),
+    number("cuda", INT, FIELD(cuda), 1, in(0, 1, "is not 0 or 1"), kLocal, 6,
+           "1: recognise GPU (cudaMalloc) buffers when a CUDA driver is present (loaded at run time); "
+           "0: never load the CUDA driver"),
+    text("gdr_level", FIELD(gdr_level), "PXB", gpurdma_gdr_level_valid, "is not one of LOC, PIX, PXB, PHB, SYS",
+         kLocal, 6,
+         "Farthest GPU-to-NIC path over which GPU buffers may go by GPUDirect RDMA between "
+         "nodes, as NCCL_NET_GDR_LEVEL: LOC (same device), PIX (one PCIe bridge), PXB (several PCIe "
+         "bridges), PHB (through the CPU's PCIe host bridge) or SYS (across NUMA nodes); farther GPUs stage "
+         "through host memory"),
+    // -1: UCX's choice (UCX_IB_* or auto).
+    number("ib_gid_index", INT, FIELD(ib_gid_index), -1, in(-1, 1023, "is not -1 or in 0..1023"), kLocal, 6,
+           "RoCE/InfiniBand port GID index for gpurdma's UCX context, like NCCL_IB_GID_INDEX "
+           "(RoCE: selects the address and RoCE version), 0 .. 1023; -1: UCX's choice (UCX_IB_GID_INDEX or auto). "
+           "Only RDMA devices use it"),
+    number("ib_tc", INT, FIELD(ib_tc), -1, in(-1, 255, "is not -1 or in 0..255"), kLocal, 6,
+           "InfiniBand traffic class / RoCEv2 traffic class byte (DSCP << 2) for gpurdma's UCX context, like "
+           "NCCL_IB_TC, 0 .. 255; -1: UCX's choice (UCX_IB_TRAFFIC_CLASS or auto). Only RDMA devices use it"),
+    number("ib_sl", INT, FIELD(ib_sl), -1, in(-1, 15, "is not -1 or in 0..15"), kLocal, 6,
+           "InfiniBand service level / RoCEv2 Ethernet priority for gpurdma's UCX context, like NCCL_IB_SL, "
+           "0 .. 15; -1: UCX's choice (UCX_IB_SL or auto). Only RDMA devices use it"),
+};
+#undef FIELD
+
+constexpr size_t kCount = sizeof kTable / sizeof kTable[0];
 
 uint64_t bits(double v)
 {
@@ -14,49 +158,91 @@ uint64_t bits(double v)
     return b;
 }
 
-// (name, value as bits or text): what every rank must share.
-std::vector<std::pair<const char *, uint64_t>> agreed_numbers(const gpurdma_config_t &c)
+// An agreed number as it travels: ints sign-extended, doubles by their bits.
+uint64_t wire_number(const gpurdma_config_t &c, const gpurdma_param_info_t &p)
 {
-    return {{"slots", static_cast<uint64_t>(c.slots)},
-            {"chunk_size", c.chunk_size},
-            {"node_chunk_size", c.node_chunk_size},
-            {"small_msg_max", c.small_msg_max},
-            {"net_alpha_us", bits(c.net_alpha_us)},
-            {"net_gbps", bits(c.net_gbps)},
-            {"shm_alpha_us", bits(c.shm_alpha_us)},
-            {"shm_gbps", bits(c.shm_gbps)},
-            {"reduce_gbps", bits(c.reduce_gbps)},
-            {"calibrate", static_cast<uint64_t>(c.calibrate)}};
+    switch (p.type) {
+    case GPURDMA_PARAM_INT: return static_cast<uint64_t>(static_cast<int64_t>(field<int>(c, p)));
+    case GPURDMA_PARAM_SIZE: return field<size_t>(c, p);
+    case GPURDMA_PARAM_DOUBLE: return bits(field<double>(c, p));
+    default: return 0;
+    }
 }
 
-std::vector<std::pair<const char *, std::string>> agreed_texts(const gpurdma_config_t &c)
+bool is_text(const gpurdma_param_info_t &p)
 {
-    return {{"algorithm", c.algorithm ? c.algorithm : ""}, {"logical_nodes", c.logical_nodes ? c.logical_nodes : ""}};
+    return p.type == GPURDMA_PARAM_STRING || p.type == GPURDMA_PARAM_ENUM;
+}
+
+std::string wire_text(const gpurdma_config_t &c, const gpurdma_param_info_t &p)
+{
+    const char *t = field<const char *>(c, p);
+    return t ? t : "";
 }
 
 }  // namespace
 
+size_t count()
+{
+    return kCount;
+}
+
+const gpurdma_param_info_t &row(size_t index)
+{
+    return kTable[index];
+}
+
 void write_agreed(wire::Writer &record, const gpurdma_config_t &config)
 {
-    for (const auto &n : agreed_numbers(config)) record.u64(n.second);
-    for (const auto &t : agreed_texts(config)) record.str(t.second);
+    for (const auto &p : kTable) {
+        if (!p.agreed) continue;
+        if (is_text(p)) record.str(wire_text(config, p));
+        else record.u64(wire_number(config, p));
+    }
 }
 
 bool compare_agreed(wire::Reader &record, const gpurdma_config_t &config, std::string *differing)
 {
     differing->clear();
-    auto note = [differing](const char *name) { *differing += (differing->empty() ? "" : ", ") + std::string(name); };
-    for (const auto &n : agreed_numbers(config)) {
-        uint64_t v = 0;
-        if (!record.u64(&v)) return false;
-        if (v != n.second) note(n.first);
-    }
-    for (const auto &t : agreed_texts(config)) {
-        std::string v;
-        if (!record.str(&v)) return false;
-        if (v != t.second) note(t.first);
+    for (const auto &p : kTable) {
+        if (!p.agreed) continue;
+        bool same = false;
+        if (is_text(p)) {
+            std::string v;
+            if (!record.str(&v)) return false;
+            same = v == wire_text(config, p);
+        } else {
+            uint64_t v = 0;
+            if (!record.u64(&v)) return false;
+            same = v == wire_number(config, p);
+        }
+        if (!same) *differing += (differing->empty() ? "" : ", ") + std::string(p.name);
     }
     return true;
 }
 
 }  // namespace gpurdma::params
+
+extern "C" {
+
+int gpurdma_param_count(void)
+{
+    return static_cast<int>(gpurdma::params::count());
+}
+
+const gpurdma_param_info_t *gpurdma_param_info(int index)
+{
+    if (index < 0 || static_cast<size_t>(index) >= gpurdma::params::count()) return nullptr;
+    return &gpurdma::params::row(static_cast<size_t>(index));
+}
+
+// Each is a spelling plan::parse_algorithm takes (tests/unit/test_params.cpp checks it).
+// When plan/algorithms.h owns the names table (issue 15), only this function changes.
+const char *gpurdma_algorithm_name(int index)
+{
+    static const char *const names[] = {"auto", "node", "ring", "rd", "hier", "recursive_doubling", "hierarchical"};
+    constexpr int n = static_cast<int>(sizeof names / sizeof names[0]);
+    return index >= 0 && index < n ? names[index] : nullptr;
+}
+
+}  // extern "C"

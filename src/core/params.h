@@ -1,15 +1,33 @@
-// gpurdma's parameters as one table (name, type, default, range, help, whether every
-// rank must agree): it drives the MCA registration in the shim, validation, defaults,
-// the set-up agreement and the README's parameter table check. Adding a parameter
-// touches this table and the gpurdma_config_t field it fills.
+// gpurdma's parameters as one table (src/core/params.cpp: name, type, default, range,
+// help, MCA info level, whether every rank must agree, where it lives in
+// gpurdma_config_t). It drives the defaults and validation (config.cpp), the set-up
+// agreement (below), the MCA registration in the shim (through the C API in
+// gpurdma.h) and the README's parameter table check (contrib/check-readme-params.sh).
+// Adding a parameter touches this table and the gpurdma_config_t field it fills.
 #pragma once
 
+#include <cstddef>
 #include <string>
 
 #include "gpurdma/gpurdma.h"
 #include "setup/wire.h"
 
 namespace gpurdma::params {
+
+size_t count();
+const gpurdma_param_info_t &row(size_t index);
+
+// The field a row describes, typed by the caller (the row's type says which type).
+template <typename T>
+T &field(gpurdma_config_t &config, const gpurdma_param_info_t &p)
+{
+    return *reinterpret_cast<T *>(reinterpret_cast<char *>(&config) + p.offset);
+}
+template <typename T>
+const T &field(const gpurdma_config_t &config, const gpurdma_param_info_t &p)
+{
+    return *reinterpret_cast<const T *>(reinterpret_cast<const char *>(&config) + p.offset);
+}
 
 // The values every rank of a communicator must share (they shape the plan), appended
 // to this rank's set-up record.

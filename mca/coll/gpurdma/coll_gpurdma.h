@@ -23,7 +23,7 @@ BEGIN_C_DECLS
 /* MCA parameters and process-wide state. */
 typedef struct mca_coll_gpurdma_globals {
     int priority;
-    int verbose;
+    int verbose;                   /* coll_gpurdma_verbose, read at open */
     int cuda;                      /* GPU buffers recognised (coll_gpurdma_cuda) */
     int output;                    /* opal_output stream */
     gpurdma_context_t *context;    /* created on first use */
@@ -62,6 +62,15 @@ bool mca_coll_gpurdma_map_datatype(struct ompi_datatype_t *dtype, gpurdma_dtype_
 bool mca_coll_gpurdma_map_op(struct ompi_op_t *op, gpurdma_op_t *out);
 /* Checks once that MPI's predefined types have the layouts the core assumes. */
 bool mca_coll_gpurdma_check_layouts(void);
+
+/* The core's parameter table as MCA variables (coll_gpurdma_params.c): registers every
+ * row; fills a config with the values given, unchecked (gpurdma_config_validate checks). */
+void mca_coll_gpurdma_register_params(void);
+void mca_coll_gpurdma_config_from_params(gpurdma_config_t *config);
+
+/* "coll:gpurdma: <message>" on the component's output stream, if level <= coll_gpurdma_verbose
+ * (level 0, errors and warnings: always). */
+void mca_coll_gpurdma_output(int level, const char *format, ...) __opal_attribute_format__(__printf__, 2, 3);
 
 /* Starts the core context if needed; false (with a verbose reason) if it cannot. */
 bool mca_coll_gpurdma_ensure_context(void);

@@ -10,7 +10,6 @@
 #include <stdlib.h>
 
 #include "ompi/datatype/ompi_datatype.h"
-#include "opal/util/output.h"
 
 static void module_construct(mca_coll_gpurdma_module_t *m)
 {
@@ -53,8 +52,8 @@ static int module_enable(mca_coll_base_module_t *module, struct ompi_communicato
     mca_coll_gpurdma_module_t *m = (mca_coll_gpurdma_module_t *)module;
     /* enable() runs in ascending priority: c_coll holds the lower-priority winners. */
     if (NULL == comm->c_coll->coll_allreduce_module || NULL == comm->c_coll->coll_allgather_module) {
-        opal_output(0, "coll:gpurdma: %s: no previous allreduce/allgather to fall back on; disabled",
-                    gpurdma_comm_name(comm));
+        mca_coll_gpurdma_output(0, "%s: no previous allreduce/allgather to fall back on; disabled",
+                                gpurdma_comm_name(comm));
         return OMPI_ERROR;
     }
     m->comm = comm;
@@ -109,9 +108,7 @@ mca_coll_base_module_t *mca_coll_gpurdma_comm_query(struct ompi_communicator_t *
     /* Single-rank communicators too: coll/self would touch GPU buffers from the CPU. */
     if (OMPI_COMM_IS_INTER(comm)) return NULL;
     if (ompi_mpi_thread_multiple) {
-        if (g->verbose >= 1)
-            opal_output(0, "coll:gpurdma: MPI_THREAD_MULTIPLE is not supported; declining %s",
-                        gpurdma_comm_name(comm));
+        mca_coll_gpurdma_output(1, "MPI_THREAD_MULTIPLE is not supported; declining %s", gpurdma_comm_name(comm));
         return NULL;
     }
     /* Only decisions every rank makes alike belong here: anything that can fail on one
@@ -156,7 +153,8 @@ static int staged_fallback(mca_coll_gpurdma_module_t *m, const void *sbuf, void 
                                m->prev_allreduce_module);
     if (OMPI_SUCCESS == rc && span && GPURDMA_OK != gpurdma_memcpy((char *)rbuf + true_lb, host_r, span))
         rc = MPI_ERR_OTHER;
-    if (MPI_ERR_OTHER == rc) opal_output(0, "coll:gpurdma: %s: copying GPU buffers for the previous allreduce failed", m->name);
+    if (MPI_ERR_OTHER == rc)
+        mca_coll_gpurdma_output(0, "%s: copying GPU buffers for the previous allreduce failed", m->name);
     free(host_s);
     free(host_r);
     return rc;
@@ -167,9 +165,8 @@ static int fallback(mca_coll_gpurdma_module_t *m, const char *why, const void *s
 {
     bool device = mca_coll_gpurdma_globals.cuda &&
                   (gpurdma_is_device_memory(rbuf) || (sbuf != MPI_IN_PLACE && gpurdma_is_device_memory(sbuf)));
-    if (mca_coll_gpurdma_globals.verbose >= 2)
-        opal_output(0, "coll:gpurdma: %s: fallback to the previous allreduce (%s)%s", m->name, why,
-                    device ? ", staged through host memory" : "");
+    mca_coll_gpurdma_output(2, "%s: fallback to the previous allreduce (%s)%s", m->name, why,
+                            device ? ", staged through host memory" : "");
     if (device) return staged_fallback(m, sbuf, rbuf, count, dtype, op);
     return m->prev_allreduce(sbuf, rbuf, count, dtype, op, m->comm, m->prev_allreduce_module);
 }
@@ -198,8 +195,8 @@ int mca_coll_gpurdma_allreduce(const void *sbuf, void *rbuf, gpurdma_coll_count_
         return fallback(m, "op not defined for this datatype, or set-up declined", sbuf, rbuf, count, dtype,
                         op);
     case GPURDMA_ERR_BROKEN:
-        opal_output(0, "coll:gpurdma: %s: disabled after an earlier failure (%s)", m->name,
-                    gpurdma_comm_last_error(m->core));
+        mca_coll_gpurdma_output(0, "%s: disabled after an earlier failure (%s)", m->name,
+                                gpurdma_comm_last_error(m->core));
         return MPI_ERR_OTHER;
     default:
         /* The core has printed the stage and peer; MPI's error handler decides what next. */

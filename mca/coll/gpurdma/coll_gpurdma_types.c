@@ -9,7 +9,6 @@
 #include <stddef.h>
 
 #include "ompi/datatype/ompi_datatype.h"
-#include "opal/util/output.h"
 
 /* MPI extensions (Open MPI 5's shortfloat defines MPIX_C_FLOAT16 there); 4.1 has the
  * header without it, other builds may not have it at all. */
@@ -132,9 +131,9 @@ bool mca_coll_gpurdma_check_layouts(void)
         ptrdiff_t lb = 0, extent = 0;
         if (OMPI_SUCCESS != ompi_datatype_get_extent(type_table[i].handle, &lb, &extent) || lb != 0 ||
             (size_t)extent != gpurdma_dtype_size(type_table[i].dtype)) {
-            opal_output(0, "coll:gpurdma: MPI datatype %zu has extent %ld, the core expects %zu for %s; "
-                        "gpurdma disabled", i, (long)extent, gpurdma_dtype_size(type_table[i].dtype),
-                        gpurdma_dtype_name(type_table[i].dtype));
+            mca_coll_gpurdma_output(0, "MPI datatype %zu has extent %ld, the core expects %zu for %s; "
+                                    "gpurdma disabled", i, (long)extent, gpurdma_dtype_size(type_table[i].dtype),
+                                    gpurdma_dtype_name(type_table[i].dtype));
             checked = -1;
             break;
         }
