@@ -12,7 +12,7 @@ namespace gpurdma {
 class Logger {
 public:
     Logger(gpurdma_log_fn_t fn, int verbose) : fn_(fn), verbose_(verbose) {}
-    bool enabled(int level) const { return level <= verbose_; }
+    bool enabled(int level) const { return level <= 0 || level <= verbose_; }
 
     __attribute__((format(printf, 3, 4))) void log(int level, const char *fmt, ...) const
     {
