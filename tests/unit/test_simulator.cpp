@@ -6,10 +6,10 @@
 #include <cstring>
 #include <random>
 
-#include "exec/simulator.h"
+#include "support/simulator.h"
 #include "reduce/reduce.h"
 
-using gpurdma::exec::simulate;
+using gpurdma::testing::simulate;
 using gpurdma::plan::Algorithm;
 using gpurdma::plan::PlanParams;
 
@@ -173,7 +173,7 @@ void check_topology(const gpurdma::topo::Topology &t, size_t count, const PlanPa
     const int n = t.size;
     const auto in = int_inputs(n, count, static_cast<uint32_t>(n * 31 + count));
     for (gpurdma_op_t op : {GPURDMA_SUM, GPURDMA_MIN}) {
-        const auto res = gpurdma::exec::simulate(t, in, count, GPURDMA_INT32, op, in_place, p, slots);
+        const auto res = gpurdma::testing::simulate(t, in, count, GPURDMA_INT32, op, in_place, p, slots);
         ASSERT_TRUE(res.ok) << res.error << " shape=" << t.summary() << " count=" << count << " slots=" << slots;
         const auto want = reference(in, count, GPURDMA_INT32, op);
         for (int r = 0; r < n; ++r)
@@ -227,7 +227,7 @@ TEST(Hierarchical, FloatBitIdenticalAcrossRanks)
         auto *f = reinterpret_cast<float *>(b.data());
         for (size_t i = 0; i < count; ++i) f[i] = u(rng) * std::ldexp(1.0f, static_cast<int>(i % 30) - 15);
     }
-    const auto res = gpurdma::exec::simulate(t, in, count, GPURDMA_FLOAT, GPURDMA_SUM, false, p, 2);
+    const auto res = gpurdma::testing::simulate(t, in, count, GPURDMA_FLOAT, GPURDMA_SUM, false, p, 2);
     ASSERT_TRUE(res.ok) << res.error;
     for (int r = 1; r < t.size; ++r)
         EXPECT_EQ(0, std::memcmp(res.outputs[r].data(), res.outputs[0].data(), count * sizeof(float))) << r;

@@ -1,6 +1,7 @@
 // In-process execution of every rank's schedule on in-memory buffers, one thread,
-// with the same slot/credit rules as the real channels. Used by unit tests to check
-// schedules for shapes far larger than the machine.
+// with the same slot/credit rules as the real channels. Test support only (not in the
+// component's library): unit tests check schedules for shapes far larger than the
+// machine with it.
 #pragma once
 
 #include <cstddef>
@@ -10,7 +11,7 @@
 #include "gpurdma/gpurdma.h"
 #include "plan/planner.h"
 
-namespace gpurdma::exec {
+namespace gpurdma::testing {
 
 struct SimulationResult {
     bool ok = false;
@@ -31,4 +32,4 @@ SimulationResult simulate(const topo::Topology &topo, const std::vector<std::vec
                           size_t count, gpurdma_dtype_t dtype, gpurdma_op_t op, bool in_place,
                           const plan::PlanParams &params, int slots);
 
-}  // namespace gpurdma::exec
+}  // namespace gpurdma::testing

@@ -1,4 +1,4 @@
-#include "exec/simulator.h"
+#include "support/simulator.h"
 
 #include <algorithm>
 #include <deque>
@@ -10,7 +10,10 @@
 #include "reduce/reduce.h"
 #include "transport/transport.h"
 
-namespace gpurdma::exec {
+namespace gpurdma::testing {
+
+using exec::Executor;
+using exec::State;
 
 namespace {
 
@@ -177,4 +180,4 @@ SimulationResult simulate(const topo::Topology &topo, const std::vector<std::vec
     return result;
 }
 
-}  // namespace gpurdma::exec
+}  // namespace gpurdma::testing
