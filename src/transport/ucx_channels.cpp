@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <stdexcept>
 
 namespace gpurdma::transport {
 
@@ -10,14 +9,25 @@ UcxChannels::UcxChannels(UcxContext &context, int rank, int size, const PeerList
                          size_t slot_size)
     : SlotChannels(rank, size, peers, slots, slot_size), context_(context), channel_id_(context.new_channel_id())
 {
-    region_ = std::make_unique<RegisteredRegion>(context.context(), layout_.bytes());
-    attach_region(region_->base());
     remotes_.resize(links_.size());
     for (auto &r : remotes_) {
         r.flag_values.assign(static_cast<size_t>(slots), 0);
         r.data_headers.assign(static_cast<size_t>(slots), AmHeader{});
     }
-    context_.add_sink(channel_id_, this);
+}
+
+Status UcxChannels::create(UcxContext &context, int rank, int size, const PeerListFn &peers, int slots,
+                           size_t slot_size, std::unique_ptr<UcxChannels> *out)
+{
+    std::unique_ptr<UcxChannels> channels(new UcxChannels(context, rank, size, peers, slots, slot_size));
+    const Status registered = RegisteredRegion::create(context.context(), channels->layout_.bytes(),
+                                                       &channels->region_);
+    if (!registered.is_ok()) return registered;
+    channels->attach_region(channels->region_->base());
+    // Only a complete channel receives: a failed one never registers its sink.
+    context.add_sink(channels->channel_id_, channels.get());
+    *out = std::move(channels);
+    return Status::ok();
 }
 
 UcxChannels::~UcxChannels()
@@ -39,7 +49,7 @@ UcxPeerInfo UcxChannels::local_info() const
     return info;
 }
 
-void UcxChannels::connect(const std::vector<UcxPeerInfo> &peers, const std::vector<std::string> &hosts)
+Status UcxChannels::connect(const std::vector<UcxPeerInfo> &peers, const std::vector<std::string> &hosts)
 {
     for (size_t i = 0; i < links_.size(); ++i) {
         const int r = links_[i].rank;
@@ -47,16 +57,14 @@ void UcxChannels::connect(const std::vector<UcxPeerInfo> &peers, const std::vect
         const std::string who = "rank " + std::to_string(r) + " (" + hosts.at(static_cast<size_t>(r)) + ")";
         std::string why;
         remotes_[i].ep = context_.endpoint(info.worker_address, &why);
-        if (!remotes_[i].ep) throw std::runtime_error("connect to " + who + ": " + why);
-        try {
-            remotes_[i].region = std::make_unique<RemoteRegion>(remotes_[i].ep->get(), info.region_base,
-                                                                info.region_key);
-        } catch (const std::exception &e) {
-            throw std::runtime_error("remote key of " + who + ": " + e.what());
-        }
+        if (!remotes_[i].ep) return Status::error(GPURDMA_ERR_TRANSPORT, "connect to " + who + ": " + why);
+        const Status key = RemoteRegion::create(remotes_[i].ep->get(), info.region_base, info.region_key,
+                                                &remotes_[i].region);
+        if (!key.is_ok()) return key.prefixed("remote key of " + who + ": ");
         remotes_[i].message_max = remotes_[i].ep->rma_emulated() ? layout_.slot_size : kActiveMessageMax;
         remotes_[i].channel_id = info.channel_id;
     }
+    return Status::ok();
 }
 
 UcxChannels::Remote &UcxChannels::remote_of(const Link &l)
