@@ -55,9 +55,8 @@ Status UcxChannels::connect(const std::vector<UcxPeerInfo> &peers, const std::ve
         const int r = links_[i].rank;
         const UcxPeerInfo &info = peers.at(static_cast<size_t>(r));
         const std::string who = "rank " + std::to_string(r) + " (" + hosts.at(static_cast<size_t>(r)) + ")";
-        std::string why;
-        remotes_[i].ep = context_.endpoint(info.worker_address, &why);
-        if (!remotes_[i].ep) return Status::error(GPURDMA_ERR_TRANSPORT, "connect to " + who + ": " + why);
+        const Status reached = context_.endpoint(info.worker_address, &remotes_[i].ep);
+        if (!reached.is_ok()) return reached.prefixed("connect to " + who + ": ");
         const Status key = RemoteRegion::create(remotes_[i].ep->get(), info.region_base, info.region_key,
                                                 &remotes_[i].region);
         if (!key.is_ok()) return key.prefixed("remote key of " + who + ": ");
@@ -77,21 +76,8 @@ bool UcxChannels::put(const Link &l, const void *src, size_t bytes, size_t remot
 {
     const Remote &rm = remote_of(l);
     ucp_request_param_t param{};
-    const ucs_status_ptr_t req =
-        ucp_put_nbx(rm.ep->get(), src, bytes, rm.region->base() + remote_offset, rm.region->key(), &param);
-    if (UCS_PTR_IS_ERR(req)) {
-        error_ = "put of " + std::to_string(bytes) + " bytes to rank " + std::to_string(l.rank) + ": " +
-                 ucs_status_string(UCS_PTR_STATUS(req));
-        return false;
-    }
-    if (req != nullptr) track(req, user_source ? src : nullptr, bytes, l.rank);
-    return true;
-}
-
-void UcxChannels::track(void *request, const void *src, size_t bytes, int peer)
-{
-    const char *lo = static_cast<const char *>(src);
-    pending_.push_back(Pending{request, lo, lo ? lo + bytes : nullptr, peer});
+    return track(ucp_put_nbx(rm.ep->get(), src, bytes, rm.region->base() + remote_offset, rm.region->key(), &param),
+                 "put", user_source ? src : nullptr, bytes, l.rank);
 }
 
 bool UcxChannels::send_message(const Link &l, const AmHeader &header, const void *src, size_t bytes)
@@ -99,14 +85,21 @@ bool UcxChannels::send_message(const Link &l, const AmHeader &header, const void
     ucp_request_param_t param{};
     param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
     param.flags = UCP_AM_SEND_FLAG_EAGER;  // the handler needs the data in hand
-    const ucs_status_ptr_t req =
-        ucp_am_send_nbx(remote_of(l).ep->get(), UcxContext::kAmId, &header, sizeof header, src, bytes, &param);
-    if (UCS_PTR_IS_ERR(req)) {
-        error_ = "active message of " + std::to_string(bytes) + " bytes to rank " + std::to_string(l.rank) + ": " +
-                 ucs_status_string(UCS_PTR_STATUS(req));
+    return track(
+        ucp_am_send_nbx(remote_of(l).ep->get(), UcxContext::kAmId, &header, sizeof header, src, bytes, &param),
+        "active message", bytes ? src : nullptr, bytes, l.rank);
+}
+
+bool UcxChannels::track(ucs_status_ptr_t request, const char *what, const void *src, size_t bytes, int peer)
+{
+    if (UCS_PTR_IS_ERR(request)) {
+        error_ = std::string(what) + " of " + std::to_string(bytes) + " bytes to rank " + std::to_string(peer) +
+                 ": " + ucs_status_string(UCS_PTR_STATUS(request));
         return false;
     }
-    if (req != nullptr) track(req, bytes ? src : nullptr, bytes, l.rank);
+    if (request == nullptr) return true;  // done already
+    const char *lo = static_cast<const char *>(src);
+    pending_.push_back(Pending{request, lo, lo ? lo + bytes : nullptr, peer});
     return true;
 }
 

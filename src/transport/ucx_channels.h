@@ -73,7 +73,9 @@ private:
     bool put(const Link &l, const void *src, size_t bytes, size_t remote_offset, bool user_source);
     bool send_message(const Link &l, const AmHeader &header, const void *src, size_t bytes);
     void on_message(const AmHeader &header, const void *data, size_t bytes) override;
-    void track(void *request, const void *src, size_t bytes, int peer);
+    // A send's request: false (and error_) if it failed; otherwise pending until it
+    // completes, src (null: our own words) counted busy until then.
+    bool track(ucs_status_ptr_t request, const char *what, const void *src, size_t bytes, int peer);
     void reap();
 
     UcxContext &context_;

@@ -147,22 +147,23 @@ UcxContext::~UcxContext()
     if (context_) ucp_cleanup(context_);
 }
 
-std::shared_ptr<UcxEndpoint> UcxContext::endpoint(const std::string &address, std::string *error)
+Status UcxContext::endpoint(const std::string &address, std::shared_ptr<UcxEndpoint> *out)
 {
     auto it = endpoints_.find(address);
-    if (it != endpoints_.end()) return it->second;
+    if (it != endpoints_.end()) {
+        *out = it->second;
+        return Status::ok();
+    }
     ucp_ep_params_t params{};
     params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
     params.address = reinterpret_cast<const ucp_address_t *>(address.data());
     ucp_ep_h ep = nullptr;
     const ucs_status_t st = ucp_ep_create(worker_, &params, &ep);
-    if (st != UCS_OK) {
-        *error = std::string("ucp_ep_create: ") + ucs_status_string(st);
-        return nullptr;
-    }
+    if (st != UCS_OK) return ucx_error("ucp_ep_create", st);
     auto shared = std::make_shared<UcxEndpoint>(*this, ep);
     endpoints_[address] = shared;
-    return shared;
+    *out = std::move(shared);
+    return Status::ok();
 }
 
 ucs_status_t UcxContext::wait(ucs_status_ptr_t request, double timeout_s)

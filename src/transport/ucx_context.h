@@ -79,7 +79,7 @@ public:
     unsigned progress() { return ucp_worker_progress(worker_); }
 
     // The endpoint to the worker at `address`, created on first use.
-    std::shared_ptr<UcxEndpoint> endpoint(const std::string &address, std::string *error);
+    Status endpoint(const std::string &address, std::shared_ptr<UcxEndpoint> *out);
 
     // Ids for channels: unique for the life of the process.
     uint64_t new_channel_id() { return ++last_channel_id_; }

@@ -53,7 +53,10 @@ struct Pair {
     // The endpoint the channels use (to this same worker), shared through the context.
     std::shared_ptr<gpurdma::transport::UcxEndpoint> endpoint(std::string *why)
     {
-        return context->endpoint(context->address(), why);
+        std::shared_ptr<gpurdma::transport::UcxEndpoint> ep;
+        const gpurdma::Status st = context->endpoint(context->address(), &ep);
+        *why = st.message();
+        return ep;
     }
 
     // The next message from `from` to `to`, with progress, within 5 s.
