@@ -1,7 +1,7 @@
 // extern "C" entry points: argument checks, exception barrier, then the C++ objects.
 #include <cstring>
-#include <new>
 #include <memory>
+#include <new>
 #include <stdexcept>
 
 #include "core/comm.h"

@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cstring>
+#include <utility>
 
 #include "algo/host_team.h"
 #include "algo/selector.h"
