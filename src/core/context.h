@@ -4,7 +4,9 @@
 #include <memory>
 #include <string>
 
+#include "algo/host_team.h"
 #include "base/log.h"
+#include "base/status.h"
 #include "gpurdma/gpurdma.h"
 #include "plan/planner.h"
 #include "transport/ucx_context.h"
@@ -26,12 +28,19 @@ struct gpurdma_context {
     std::string ucx_failure;                              // why it could not start, if so
     gpurdma_comm_stats_t totals{};                        // over all communicators, for MPI_T
 
-    explicit gpurdma_context(const gpurdma_config_t &c);
+    // A context from a (checked) configuration; GPURDMA_ERR_INVALID with the reason
+    // for a device list or algorithm it cannot read.
+    static gpurdma::Status create(const gpurdma_config_t &config, std::unique_ptr<gpurdma_context> *out);
 
     // Starts UCX on first use. Each rank decides locally; a communicator's set-up
     // then agrees, so a rank without UCX makes all of its peers decline together.
     gpurdma::transport::UcxContext *transport(std::string *why);
 
+    // This process's part of a communicator's host set-up (the communicator adds
+    // its rank, size, name and bootstrap).
+    gpurdma::algo::HostSetup host_setup();
+
 private:
+    explicit gpurdma_context(const gpurdma_config_t &c);
     void choose_rail();
 };

@@ -1,7 +1,7 @@
 // Runs one rank's schedule over a PeerTransport as a resumable state machine:
-// advance() does all the work it can without waiting and returns. The real
-// communicator loops it with transport progress; the simulator interleaves many
-// ranks in one thread.
+// advance() does all the work it can without waiting and returns. The schedule
+// allreduce (algo/schedule_allreduce.h) runs it under exec::ProgressLoop; the
+// simulator interleaves many ranks in one thread.
 #pragma once
 
 #include <cstddef>

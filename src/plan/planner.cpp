@@ -52,7 +52,7 @@ Step local_copy(size_t off, size_t bytes)
     return Step{StepKind::Copy, Phase::Local, false, -1, Buf::Recv, Buf::Send, off, off, bytes};
 }
 
-Schedule empty_schedule(const char *algorithm, int size, int rank, size_t count, size_t elem_size)
+Schedule empty_schedule(Algorithm algorithm, int size, int rank, size_t count, size_t elem_size)
 {
     Schedule s;
     s.algorithm = algorithm;
@@ -79,29 +79,6 @@ Group rail(const topo::Topology &t, int s, int my_node)
 }
 
 }  // namespace
-
-bool parse_algorithm(const std::string &text, Algorithm *out)
-{
-    if (text == "auto" || text.empty()) *out = Algorithm::Auto;
-    else if (text == "ring") *out = Algorithm::Ring;
-    else if (text == "rd" || text == "recursive_doubling") *out = Algorithm::RecursiveDoubling;
-    else if (text == "hier" || text == "hierarchical") *out = Algorithm::Hierarchical;
-    else if (text == "node") *out = Algorithm::Node;
-    else return false;
-    return true;
-}
-
-const char *algorithm_name(Algorithm algorithm)
-{
-    switch (algorithm) {
-    case Algorithm::Auto: return "auto";
-    case Algorithm::Ring: return "ring";
-    case Algorithm::RecursiveDoubling: return "recursive-doubling";
-    case Algorithm::Hierarchical: return "hierarchical";
-    case Algorithm::Node: return "node";
-    }
-    return "unknown";
-}
 
 bool uses_node_allreduce(const topo::Topology &topo, const PlanParams &params)
 {
@@ -206,7 +183,7 @@ void append_recursive_doubling(std::vector<Step> &steps, const Group &g, size_t 
 
 Schedule build_hierarchical(const topo::Topology &t, int rank, size_t count, size_t elem, const PlanParams &params)
 {
-    Schedule s = empty_schedule("hierarchical", t.size, rank, count, elem);
+    Schedule s = empty_schedule(Algorithm::Hierarchical, t.size, rank, count, elem);
     const int node = t.node_of[static_cast<size_t>(rank)];
     const auto &members = t.members[static_cast<size_t>(node)];
     const int slices = t.max_ppn();
@@ -283,10 +260,10 @@ topo::Topology single_node(int size)
 Schedule build(const topo::Topology &t, int rank, size_t count, size_t elem, bool in_place, const PlanParams &params)
 {
     const int size = t.size;
-    if (count == 0) return empty_schedule("empty", size, rank, 0, elem);
+    if (count == 0) return empty_schedule(Algorithm::Auto, size, rank, 0, elem);
     const size_t bytes = count * elem;
     if (size == 1) {
-        Schedule s = empty_schedule("copy", size, rank, count, elem);
+        Schedule s = empty_schedule(Algorithm::Auto, size, rank, count, elem);
         if (!in_place) s.steps.push_back(local_copy(0, bytes));
         return s;
     }
@@ -296,13 +273,13 @@ Schedule build(const topo::Topology &t, int rank, size_t count, size_t elem, boo
     switch (choose_algorithm(t, bytes, params)) {
     case Algorithm::Hierarchical: return build_hierarchical(t, rank, count, elem, params);
     case Algorithm::RecursiveDoubling: {
-        Schedule s = empty_schedule("recursive-doubling", size, rank, count, elem);
+        Schedule s = empty_schedule(Algorithm::RecursiveDoubling, size, rank, count, elem);
         if (!in_place) s.steps.push_back(local_copy(0, bytes));
         append_recursive_doubling(s.steps, all, 0, count, elem);
         return s;
     }
     default: {
-        Schedule s = empty_schedule("ring", size, rank, count, elem);
+        Schedule s = empty_schedule(Algorithm::Ring, size, rank, count, elem);
         append_ring(s.steps, all, Buf::Send, 0, count, elem, params.chunk_size);
         return s;
     }

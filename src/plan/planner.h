@@ -5,17 +5,12 @@
 #include <string>
 #include <vector>
 
+#include "plan/algorithms.h"
 #include "plan/cost_model.h"
 #include "plan/schedule.h"
 #include "topo/topology.h"
 
 namespace gpurdma::plan {
-
-enum class Algorithm { Auto, Ring, RecursiveDoubling, Hierarchical, Node };
-
-// Parses "auto", "ring", "rd" / "recursive_doubling", "hier" / "hierarchical", "node".
-bool parse_algorithm(const std::string &text, Algorithm *out);
-const char *algorithm_name(Algorithm algorithm);
 
 struct PlanParams {
     size_t chunk_size = 256 * 1024;    // largest message put into one landing slot
@@ -33,7 +28,7 @@ struct Group {
 };
 
 // Whether every call on this topology takes the one-node shared-memory allreduce
-// (exec/node_allreduce.h) instead of a schedule: all ranks on one node, and the
+// (algo/node_allreduce.h) instead of a schedule: all ranks on one node, and the
 // algorithm is auto or node.
 bool uses_node_allreduce(const topo::Topology &topo, const PlanParams &params);
 

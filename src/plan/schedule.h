@@ -5,8 +5,9 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <string>
 #include <vector>
+
+#include "plan/algorithms.h"
 
 namespace gpurdma::plan {
 
@@ -51,7 +52,9 @@ struct Step {
 };
 
 struct Schedule {
-    std::string algorithm;  // "ring", "recursive-doubling", "copy"
+    // Ring, RecursiveDoubling or Hierarchical; Auto for a local copy, nothing to do,
+    // or set-up's calibration ping-pong.
+    Algorithm algorithm = Algorithm::Auto;
     int rank = 0;
     int size = 1;
     size_t bytes = 0;        // message size

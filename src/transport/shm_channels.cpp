@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <stdexcept>
 
 namespace gpurdma::transport {
 
@@ -39,9 +38,16 @@ ShmChannels::ShmChannels(int rank, int size, const std::vector<int> &node_member
       stride_(region_stride(static_cast<int>(node_members.size()), slots, slot_size)),
       segment_base_(segment.base())
 {
-    if (segment.bytes() < segment_bytes(static_cast<int>(members_.size()), slots, slot_size))
-        throw std::runtime_error("shared segment too small");
     attach_region(region_of(rank));
+}
+
+Status ShmChannels::create(int rank, int size, const std::vector<int> &node_members, int slots, size_t slot_size,
+                           ShmSegment &segment, std::unique_ptr<ShmChannels> *out)
+{
+    if (segment.bytes() < segment_bytes(static_cast<int>(node_members.size()), slots, slot_size))
+        return Status::error(GPURDMA_ERR_NO_RESOURCE, "shared segment too small");
+    out->reset(new ShmChannels(rank, size, node_members, slots, slot_size, segment));
+    return Status::ok();
 }
 
 char *ShmChannels::region_of(int rank) const

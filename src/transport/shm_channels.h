@@ -3,8 +3,10 @@
 // UCX, no system call on the data path.
 #pragma once
 
+#include <memory>
 #include <vector>
 
+#include "base/status.h"
 #include "transport/shm_segment.h"
 #include "transport/slot_channels.h"
 
@@ -13,9 +15,9 @@ namespace gpurdma::transport {
 class ShmChannels : public SlotChannels {
 public:
     // node_members: the node's ranks, ascending; region i of the segment belongs to
-    // node_members[i]. The segment must be at least segment_bytes(...) long.
-    ShmChannels(int rank, int size, const std::vector<int> &node_members, int slots, size_t slot_size,
-                ShmSegment &segment);
+    // node_members[i]. Fails if the segment is shorter than segment_bytes(...).
+    static Status create(int rank, int size, const std::vector<int> &node_members, int slots, size_t slot_size,
+                         ShmSegment &segment, std::unique_ptr<ShmChannels> *out);
 
     static size_t region_stride(int local_ranks, int slots, size_t slot_size);
     static size_t segment_bytes(int local_ranks, int slots, size_t slot_size);
@@ -28,6 +30,8 @@ protected:
     void return_credit(Link &link, uint64_t consumed) override;
 
 private:
+    ShmChannels(int rank, int size, const std::vector<int> &node_members, int slots, size_t slot_size,
+                ShmSegment &segment);
     char *region_of(int rank) const;
 
     std::vector<int> members_;

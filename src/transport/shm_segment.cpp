@@ -15,9 +15,9 @@ namespace gpurdma::transport {
 
 namespace {
 
-std::runtime_error sys_error(const std::string &what)
+Status sys_error(const std::string &what, int err)
 {
-    return std::runtime_error(what + ": " + std::strerror(errno));
+    return Status::error(GPURDMA_ERR_NO_RESOURCE, what + ": " + std::strerror(err));
 }
 
 std::string unique_name()
@@ -31,61 +31,78 @@ std::string unique_name()
     return name;
 }
 
-char *map(int fd, size_t bytes, const std::string &name)
+// Maps the open fd and closes it; on failure *base stays null.
+Status map_and_close(int fd, size_t bytes, const std::string &name, char **base)
 {
     void *p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    if (p == MAP_FAILED) throw sys_error("mmap of shared segment " + name);
-    return static_cast<char *>(p);
+    const int err = errno;
+    close(fd);
+    if (p == MAP_FAILED) return sys_error("mmap of shared segment " + name, err);
+    *base = static_cast<char *>(p);
+    return Status::ok();
+}
+
+std::unique_ptr<ShmSegment> or_throw(const Status &status, std::unique_ptr<ShmSegment> segment)
+{
+    if (!status.is_ok()) throw std::runtime_error(status.message());
+    return segment;
 }
 
 }  // namespace
 
-std::unique_ptr<ShmSegment> ShmSegment::create(size_t bytes)
+Status ShmSegment::create(size_t bytes, std::unique_ptr<ShmSegment> *out)
 {
     const std::string name = unique_name();
     // O_EXCL|O_NOFOLLOW: never reuse or follow something planted under our name.
     const int fd = shm_open(name.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-    if (fd < 0) throw sys_error("shm_open(" + name + ")");
+    if (fd < 0) return sys_error("shm_open(" + name + ")", errno);
     // posix_fallocate reserves the pages now, so a full /dev/shm fails here and not
     // with SIGBUS in the middle of a collective.
     const int rc = posix_fallocate(fd, 0, static_cast<off_t>(bytes));
     if (rc != 0) {
         close(fd);
         shm_unlink(name.c_str());
-        errno = rc;
-        throw sys_error("reserving " + std::to_string(bytes) + " bytes of shared memory for " + name);
+        return sys_error("reserving " + std::to_string(bytes) + " bytes of shared memory for " + name, rc);
     }
     char *base = nullptr;
-    try {
-        base = map(fd, bytes, name);
-    } catch (...) {
-        close(fd);
+    const Status mapped = map_and_close(fd, bytes, name, &base);
+    if (!mapped.is_ok()) {
         shm_unlink(name.c_str());
-        throw;
+        return mapped;
     }
-    close(fd);
-    return std::unique_ptr<ShmSegment>(new ShmSegment(name, base, bytes, true));
+    out->reset(new ShmSegment(name, base, bytes, true));
+    return Status::ok();
 }
 
-std::unique_ptr<ShmSegment> ShmSegment::attach(const std::string &name, size_t bytes)
+Status ShmSegment::attach(const std::string &name, size_t bytes, std::unique_ptr<ShmSegment> *out)
 {
     const int fd = shm_open(name.c_str(), O_RDWR | O_NOFOLLOW | O_CLOEXEC, 0);
-    if (fd < 0) throw sys_error("shm_open(" + name + ")");
+    if (fd < 0) return sys_error("shm_open(" + name + ")", errno);
     struct stat st{};
     if (fstat(fd, &st) != 0 || st.st_uid != getuid() || (st.st_mode & 077) != 0 ||
         static_cast<size_t>(st.st_size) != bytes) {
         close(fd);
-        throw std::runtime_error("shared segment " + name + " has the wrong owner, mode or size");
+        return Status::error(GPURDMA_ERR_NO_RESOURCE, "shared segment " + name + " has the wrong owner, mode or size");
     }
     char *base = nullptr;
-    try {
-        base = map(fd, bytes, name);
-    } catch (...) {
-        close(fd);
-        throw;
-    }
-    close(fd);
-    return std::unique_ptr<ShmSegment>(new ShmSegment(name, base, bytes, false));
+    const Status mapped = map_and_close(fd, bytes, name, &base);
+    if (!mapped.is_ok()) return mapped;
+    out->reset(new ShmSegment(name, base, bytes, false));
+    return Status::ok();
+}
+
+std::unique_ptr<ShmSegment> ShmSegment::create(size_t bytes)
+{
+    std::unique_ptr<ShmSegment> segment;
+    const Status status = create(bytes, &segment);
+    return or_throw(status, std::move(segment));
+}
+
+std::unique_ptr<ShmSegment> ShmSegment::attach(const std::string &name, size_t bytes)
+{
+    std::unique_ptr<ShmSegment> segment;
+    const Status status = attach(name, bytes, &segment);
+    return or_throw(status, std::move(segment));
 }
 
 void ShmSegment::unlink()

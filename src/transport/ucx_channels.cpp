@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <stdexcept>
 
 namespace gpurdma::transport {
 
@@ -10,14 +9,25 @@ UcxChannels::UcxChannels(UcxContext &context, int rank, int size, const PeerList
                          size_t slot_size)
     : SlotChannels(rank, size, peers, slots, slot_size), context_(context), channel_id_(context.new_channel_id())
 {
-    region_ = std::make_unique<RegisteredRegion>(context.context(), layout_.bytes());
-    attach_region(region_->base());
     remotes_.resize(links_.size());
     for (auto &r : remotes_) {
         r.flag_values.assign(static_cast<size_t>(slots), 0);
         r.data_headers.assign(static_cast<size_t>(slots), AmHeader{});
     }
-    context_.add_sink(channel_id_, this);
+}
+
+Status UcxChannels::create(UcxContext &context, int rank, int size, const PeerListFn &peers, int slots,
+                           size_t slot_size, std::unique_ptr<UcxChannels> *out)
+{
+    std::unique_ptr<UcxChannels> channels(new UcxChannels(context, rank, size, peers, slots, slot_size));
+    const Status registered = RegisteredRegion::create(context.context(), channels->layout_.bytes(),
+                                                       &channels->region_);
+    if (!registered.is_ok()) return registered;
+    channels->attach_region(channels->region_->base());
+    // Only a complete channel receives: a failed one never registers its sink.
+    context.add_sink(channels->channel_id_, channels.get());
+    *out = std::move(channels);
+    return Status::ok();
 }
 
 UcxChannels::~UcxChannels()
@@ -39,24 +49,21 @@ UcxPeerInfo UcxChannels::local_info() const
     return info;
 }
 
-void UcxChannels::connect(const std::vector<UcxPeerInfo> &peers, const std::vector<std::string> &hosts)
+Status UcxChannels::connect(const std::vector<UcxPeerInfo> &peers, const std::vector<std::string> &hosts)
 {
     for (size_t i = 0; i < links_.size(); ++i) {
         const int r = links_[i].rank;
         const UcxPeerInfo &info = peers.at(static_cast<size_t>(r));
         const std::string who = "rank " + std::to_string(r) + " (" + hosts.at(static_cast<size_t>(r)) + ")";
-        std::string why;
-        remotes_[i].ep = context_.endpoint(info.worker_address, &why);
-        if (!remotes_[i].ep) throw std::runtime_error("connect to " + who + ": " + why);
-        try {
-            remotes_[i].region = std::make_unique<RemoteRegion>(remotes_[i].ep->get(), info.region_base,
-                                                                info.region_key);
-        } catch (const std::exception &e) {
-            throw std::runtime_error("remote key of " + who + ": " + e.what());
-        }
+        const Status reached = context_.endpoint(info.worker_address, &remotes_[i].ep);
+        if (!reached.is_ok()) return reached.prefixed("connect to " + who + ": ");
+        const Status key = RemoteRegion::create(remotes_[i].ep->get(), info.region_base, info.region_key,
+                                                &remotes_[i].region);
+        if (!key.is_ok()) return key.prefixed("remote key of " + who + ": ");
         remotes_[i].message_max = remotes_[i].ep->rma_emulated() ? layout_.slot_size : kActiveMessageMax;
         remotes_[i].channel_id = info.channel_id;
     }
+    return Status::ok();
 }
 
 UcxChannels::Remote &UcxChannels::remote_of(const Link &l)
@@ -69,21 +76,8 @@ bool UcxChannels::put(const Link &l, const void *src, size_t bytes, size_t remot
 {
     const Remote &rm = remote_of(l);
     ucp_request_param_t param{};
-    const ucs_status_ptr_t req =
-        ucp_put_nbx(rm.ep->get(), src, bytes, rm.region->base() + remote_offset, rm.region->key(), &param);
-    if (UCS_PTR_IS_ERR(req)) {
-        error_ = "put of " + std::to_string(bytes) + " bytes to rank " + std::to_string(l.rank) + ": " +
-                 ucs_status_string(UCS_PTR_STATUS(req));
-        return false;
-    }
-    if (req != nullptr) track(req, user_source ? src : nullptr, bytes, l.rank);
-    return true;
-}
-
-void UcxChannels::track(void *request, const void *src, size_t bytes, int peer)
-{
-    const char *lo = static_cast<const char *>(src);
-    pending_.push_back(Pending{request, lo, lo ? lo + bytes : nullptr, peer});
+    return track(ucp_put_nbx(rm.ep->get(), src, bytes, rm.region->base() + remote_offset, rm.region->key(), &param),
+                 "put", user_source ? src : nullptr, bytes, l.rank);
 }
 
 bool UcxChannels::send_message(const Link &l, const AmHeader &header, const void *src, size_t bytes)
@@ -91,14 +85,21 @@ bool UcxChannels::send_message(const Link &l, const AmHeader &header, const void
     ucp_request_param_t param{};
     param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
     param.flags = UCP_AM_SEND_FLAG_EAGER;  // the handler needs the data in hand
-    const ucs_status_ptr_t req =
-        ucp_am_send_nbx(remote_of(l).ep->get(), UcxContext::kAmId, &header, sizeof header, src, bytes, &param);
-    if (UCS_PTR_IS_ERR(req)) {
-        error_ = "active message of " + std::to_string(bytes) + " bytes to rank " + std::to_string(l.rank) + ": " +
-                 ucs_status_string(UCS_PTR_STATUS(req));
+    return track(
+        ucp_am_send_nbx(remote_of(l).ep->get(), UcxContext::kAmId, &header, sizeof header, src, bytes, &param),
+        "active message", bytes ? src : nullptr, bytes, l.rank);
+}
+
+bool UcxChannels::track(ucs_status_ptr_t request, const char *what, const void *src, size_t bytes, int peer)
+{
+    if (UCS_PTR_IS_ERR(request)) {
+        error_ = std::string(what) + " of " + std::to_string(bytes) + " bytes to rank " + std::to_string(peer) +
+                 ": " + ucs_status_string(UCS_PTR_STATUS(request));
         return false;
     }
-    if (req != nullptr) track(req, bytes ? src : nullptr, bytes, l.rank);
+    if (request == nullptr) return true;  // done already
+    const char *lo = static_cast<const char *>(src);
+    pending_.push_back(Pending{request, lo, lo ? lo + bytes : nullptr, peer});
     return true;
 }
 

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "base/status.h"
 #include "transport/slot_channels.h"
 #include "transport/ucx_context.h"
 #include "transport/ucx_memory.h"
@@ -26,9 +27,9 @@ struct UcxPeerInfo {
 
 class UcxChannels : public SlotChannels, private AmSink {
 public:
-    // Registers this rank's landing region. Throws std::runtime_error on failure.
-    UcxChannels(UcxContext &context, int rank, int size, const PeerListFn &peers, int slots,
-                size_t slot_size);
+    // Registers this rank's landing region, or says why not.
+    static Status create(UcxContext &context, int rank, int size, const PeerListFn &peers, int slots,
+                         size_t slot_size, std::unique_ptr<UcxChannels> *out);
     ~UcxChannels() override;
 
     // Largest message sent as an active message where UCX does RMA natively (RDMA,
@@ -38,8 +39,8 @@ public:
     static constexpr size_t kActiveMessageMax = 8 * 1024;
 
     UcxPeerInfo local_info() const;
-    // Connects to every peer. `hosts` names them in errors. Throws std::runtime_error.
-    void connect(const std::vector<UcxPeerInfo> &peers, const std::vector<std::string> &hosts);
+    // Connects to every peer. `hosts` names them in errors.
+    Status connect(const std::vector<UcxPeerInfo> &peers, const std::vector<std::string> &hosts);
 
     bool source_busy(const void *ptr, size_t bytes) override;
     bool sends_pending() override;
@@ -67,11 +68,14 @@ private:
         int peer;
     };
 
+    UcxChannels(UcxContext &context, int rank, int size, const PeerListFn &peers, int slots, size_t slot_size);
     Remote &remote_of(const Link &l);
     bool put(const Link &l, const void *src, size_t bytes, size_t remote_offset, bool user_source);
     bool send_message(const Link &l, const AmHeader &header, const void *src, size_t bytes);
     void on_message(const AmHeader &header, const void *data, size_t bytes) override;
-    void track(void *request, const void *src, size_t bytes, int peer);
+    // A send's request: false (and error_) if it failed; otherwise pending until it
+    // completes, src (null: our own words) counted busy until then.
+    bool track(ucs_status_ptr_t request, const char *what, const void *src, size_t bytes, int peer);
     void reap();
 
     UcxContext &context_;

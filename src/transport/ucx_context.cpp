@@ -5,16 +5,15 @@
 #include <cstdio>
 #include <cstring>
 #include <sstream>
-#include <stdexcept>
 #include <thread>
 
 namespace gpurdma::transport {
 
 namespace {
 
-std::runtime_error ucx_error(const char *what, ucs_status_t status)
+Status ucx_error(const std::string &what, ucs_status_t status)
 {
-    return std::runtime_error(std::string(what) + ": " + ucs_status_string(status));
+    return Status::error(GPURDMA_ERR_NO_RESOURCE, what + ": " + ucs_status_string(status));
 }
 
 }  // namespace
@@ -36,25 +35,35 @@ std::vector<std::pair<std::string, std::string>> ucx_ib_config(const UcxIbSettin
     return out;
 }
 
-UcxContext::UcxContext(const std::string &tls, const std::string &net_devices, const UcxIbSettings &ib)
+Status UcxContext::create(const std::string &tls, const std::string &net_devices, const UcxIbSettings &ib,
+                          std::unique_ptr<UcxContext> *out)
+{
+    std::unique_ptr<UcxContext> context(new UcxContext());
+    const Status started = context->start(tls, net_devices, ib);
+    if (started.is_ok()) *out = std::move(context);
+    return started;
+}
+
+// Fills context_ and worker_; the destructor releases whatever was made.
+Status UcxContext::start(const std::string &tls, const std::string &net_devices, const UcxIbSettings &ib)
 {
     unsigned ucx_major = 0, ucx_minor = 0, ucx_release = 0;
     ucp_get_version(&ucx_major, &ucx_minor, &ucx_release);
     ucp_config_t *config = nullptr;
     ucs_status_t st = ucp_config_read(nullptr, nullptr, &config);
-    if (st != UCS_OK) throw ucx_error("ucp_config_read", st);
+    if (st != UCS_OK) return ucx_error("ucp_config_read", st);
     if (!tls.empty()) {
         st = ucp_config_modify(config, "TLS", tls.c_str());
         if (st != UCS_OK) {
             ucp_config_release(config);
-            throw ucx_error(("UCX transports '" + tls + "'").c_str(), st);
+            return ucx_error("UCX transports '" + tls + "'", st);
         }
     }
     if (!net_devices.empty()) {
         st = ucp_config_modify(config, "NET_DEVICES", net_devices.c_str());
         if (st != UCS_OK) {
             ucp_config_release(config);
-            throw ucx_error(("UCX network devices '" + net_devices + "'").c_str(), st);
+            return ucx_error("UCX network devices '" + net_devices + "'", st);
         }
     }
     // UCX's tcp transport moves RMA in 8 KiB segments by default; our puts are whole
@@ -70,7 +79,7 @@ UcxContext::UcxContext(const std::string &tls, const std::string &net_devices, c
         st = ucp_config_modify(config, key.c_str(), value.c_str());
         if (st != UCS_OK) {
             ucp_config_release(config);
-            throw ucx_error(("UCX setting " + key + "=" + value).c_str(), st);
+            return ucx_error("UCX setting " + key + "=" + value, st);
         }
     }
     ucp_params_t params{};
@@ -79,24 +88,23 @@ UcxContext::UcxContext(const std::string &tls, const std::string &net_devices, c
     params.mt_workers_shared = 0;
     st = ucp_init(&params, config, &context_);
     ucp_config_release(config);
-    if (st != UCS_OK) throw ucx_error("ucp_init", st);
+    if (st != UCS_OK) {
+        context_ = nullptr;
+        return ucx_error("ucp_init", st);
+    }
 
     ucp_worker_params_t wparams{};
     wparams.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
     wparams.thread_mode = UCS_THREAD_MODE_SINGLE;
     st = ucp_worker_create(context_, &wparams, &worker_);
     if (st != UCS_OK) {
-        ucp_cleanup(context_);
-        throw ucx_error("ucp_worker_create", st);
+        worker_ = nullptr;
+        return ucx_error("ucp_worker_create", st);
     }
     ucp_address_t *addr = nullptr;
     size_t len = 0;
     st = ucp_worker_get_address(worker_, &addr, &len);
-    if (st != UCS_OK) {
-        ucp_worker_destroy(worker_);
-        ucp_cleanup(context_);
-        throw ucx_error("ucp_worker_get_address", st);
-    }
+    if (st != UCS_OK) return ucx_error("ucp_worker_get_address", st);
     address_.assign(reinterpret_cast<const char *>(addr), len);
     ucp_worker_release_address(worker_, addr);
     ucp_am_handler_param_t handler{};
@@ -107,11 +115,8 @@ UcxContext::UcxContext(const std::string &tls, const std::string &net_devices, c
     handler.cb = &UcxContext::on_am;
     handler.arg = this;
     st = ucp_worker_set_am_recv_handler(worker_, &handler);
-    if (st != UCS_OK) {
-        ucp_worker_destroy(worker_);
-        ucp_cleanup(context_);
-        throw ucx_error("ucp_worker_set_am_recv_handler", st);
-    }
+    if (st != UCS_OK) return ucx_error("ucp_worker_set_am_recv_handler", st);
+    return Status::ok();
 }
 
 ucs_status_t UcxContext::on_am(void *arg, const void *header, size_t header_length, void *data, size_t length,
@@ -132,30 +137,33 @@ ucs_status_t UcxContext::on_am(void *arg, const void *header, size_t header_leng
 UcxContext::~UcxContext()
 {
     endpoints_.clear();  // closed before the worker goes
-    // Let the worker finish what the closes queued (bounded), so it is idle when destroyed.
-    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(200);
-    for (int quiet = 0; quiet < 100 && std::chrono::steady_clock::now() < until;)
-        quiet = ucp_worker_progress(worker_) ? 0 : quiet + 1;
-    ucp_worker_destroy(worker_);
-    ucp_cleanup(context_);
+    if (worker_) {
+        // Let the worker finish what the closes queued (bounded), so it is idle when destroyed.
+        const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(200);
+        for (int quiet = 0; quiet < 100 && std::chrono::steady_clock::now() < until;)
+            quiet = ucp_worker_progress(worker_) ? 0 : quiet + 1;
+        ucp_worker_destroy(worker_);
+    }
+    if (context_) ucp_cleanup(context_);
 }
 
-std::shared_ptr<UcxEndpoint> UcxContext::endpoint(const std::string &address, std::string *error)
+Status UcxContext::endpoint(const std::string &address, std::shared_ptr<UcxEndpoint> *out)
 {
     auto it = endpoints_.find(address);
-    if (it != endpoints_.end()) return it->second;
+    if (it != endpoints_.end()) {
+        *out = it->second;
+        return Status::ok();
+    }
     ucp_ep_params_t params{};
     params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
     params.address = reinterpret_cast<const ucp_address_t *>(address.data());
     ucp_ep_h ep = nullptr;
     const ucs_status_t st = ucp_ep_create(worker_, &params, &ep);
-    if (st != UCS_OK) {
-        *error = std::string("ucp_ep_create: ") + ucs_status_string(st);
-        return nullptr;
-    }
+    if (st != UCS_OK) return ucx_error("ucp_ep_create", st);
     auto shared = std::make_shared<UcxEndpoint>(*this, ep);
     endpoints_[address] = shared;
-    return shared;
+    *out = std::move(shared);
+    return Status::ok();
 }
 
 ucs_status_t UcxContext::wait(ucs_status_ptr_t request, double timeout_s)

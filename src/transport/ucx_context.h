@@ -13,6 +13,8 @@
 #include <utility>
 #include <vector>
 
+#include "base/status.h"
+
 namespace gpurdma::transport {
 
 class UcxEndpoint;
@@ -61,9 +63,10 @@ std::string uct_table_key(const char *prefix, const char *field, unsigned ucx_ma
 
 class UcxContext {
 public:
-    // Throws std::runtime_error with UCX's reason when the context cannot start.
+    // Starts a context and its worker, or says why not (UCX's reason).
     // tls: UCX_TLS for our context ("" = UCX's); net_devices: UCX_NET_DEVICES ("" = UCX's).
-    UcxContext(const std::string &tls, const std::string &net_devices, const UcxIbSettings &ib = {});
+    static Status create(const std::string &tls, const std::string &net_devices, const UcxIbSettings &ib,
+                         std::unique_ptr<UcxContext> *out);
     ~UcxContext();
     UcxContext(const UcxContext &) = delete;
     UcxContext &operator=(const UcxContext &) = delete;
@@ -76,7 +79,7 @@ public:
     unsigned progress() { return ucp_worker_progress(worker_); }
 
     // The endpoint to the worker at `address`, created on first use.
-    std::shared_ptr<UcxEndpoint> endpoint(const std::string &address, std::string *error);
+    Status endpoint(const std::string &address, std::shared_ptr<UcxEndpoint> *out);
 
     // Ids for channels: unique for the life of the process.
     uint64_t new_channel_id() { return ++last_channel_id_; }
@@ -90,6 +93,8 @@ public:
     ucs_status_t wait(ucs_status_ptr_t request, double timeout_s);
 
 private:
+    UcxContext() = default;
+    Status start(const std::string &tls, const std::string &net_devices, const UcxIbSettings &ib);
     static ucs_status_t on_am(void *arg, const void *header, size_t header_length, void *data, size_t length,
                               const ucp_am_recv_param_t *param);
 

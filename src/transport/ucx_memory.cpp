@@ -1,12 +1,21 @@
 #include "transport/ucx_memory.h"
 
 #include <cstring>
-#include <stdexcept>
 
 namespace gpurdma::transport {
 
-RegisteredRegion::RegisteredRegion(ucp_context_h context, size_t length) : context_(context)
+namespace {
+
+Status ucx_error(const std::string &what, ucs_status_t status)
 {
+    return Status::error(GPURDMA_ERR_NO_RESOURCE, what + ": " + ucs_status_string(status));
+}
+
+}  // namespace
+
+Status RegisteredRegion::create(ucp_context_h context, size_t length, std::unique_ptr<RegisteredRegion> *out)
+{
+    std::unique_ptr<RegisteredRegion> region(new RegisteredRegion(context));
     ucp_mem_map_params_t params{};
     params.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS | UCP_MEM_MAP_PARAM_FIELD_LENGTH |
                         UCP_MEM_MAP_PARAM_FIELD_FLAGS;
@@ -14,40 +23,39 @@ RegisteredRegion::RegisteredRegion(ucp_context_h context, size_t length) : conte
     params.length = length;
     // Let UCX allocate, so shared-memory transports (sysv/posix) can map it remotely.
     params.flags = UCP_MEM_MAP_ALLOCATE;
-    ucs_status_t st = ucp_mem_map(context_, &params, &memh_);
-    if (st != UCS_OK)
-        throw std::runtime_error(std::string("ucp_mem_map(") + std::to_string(length) +
-                                 " bytes): " + ucs_status_string(st));
+    ucs_status_t st = ucp_mem_map(context, &params, &region->memh_);
+    if (st != UCS_OK) return ucx_error("ucp_mem_map(" + std::to_string(length) + " bytes)", st);
+    // From here on the destructor unmaps.
     ucp_mem_attr_t attr{};
     attr.field_mask = UCP_MEM_ATTR_FIELD_ADDRESS | UCP_MEM_ATTR_FIELD_LENGTH;
-    st = ucp_mem_query(memh_, &attr);
-    if (st != UCS_OK) {
-        ucp_mem_unmap(context_, memh_);
-        throw std::runtime_error(std::string("ucp_mem_query: ") + ucs_status_string(st));
-    }
-    base_ = static_cast<char *>(attr.address);
-    length_ = attr.length;
-    std::memset(base_, 0, length_);
+    st = ucp_mem_query(region->memh_, &attr);
+    if (st != UCS_OK) return ucx_error("ucp_mem_query", st);
+    region->base_ = static_cast<char *>(attr.address);
+    region->length_ = attr.length;
+    std::memset(region->base_, 0, region->length_);
     void *rkey = nullptr;
     size_t rkey_len = 0;
-    st = ucp_rkey_pack(context_, memh_, &rkey, &rkey_len);
-    if (st != UCS_OK) {
-        ucp_mem_unmap(context_, memh_);
-        throw std::runtime_error(std::string("ucp_rkey_pack: ") + ucs_status_string(st));
-    }
-    packed_key_.assign(static_cast<const char *>(rkey), rkey_len);
+    st = ucp_rkey_pack(context, region->memh_, &rkey, &rkey_len);
+    if (st != UCS_OK) return ucx_error("ucp_rkey_pack", st);
+    region->packed_key_.assign(static_cast<const char *>(rkey), rkey_len);
     ucp_rkey_buffer_release(rkey);
+    *out = std::move(region);
+    return Status::ok();
 }
 
 RegisteredRegion::~RegisteredRegion()
 {
-    ucp_mem_unmap(context_, memh_);
+    if (memh_) ucp_mem_unmap(context_, memh_);
 }
 
-RemoteRegion::RemoteRegion(ucp_ep_h ep, uint64_t base, const std::string &packed_key) : base_(base)
+Status RemoteRegion::create(ucp_ep_h ep, uint64_t base, const std::string &packed_key,
+                            std::unique_ptr<RemoteRegion> *out)
 {
-    const ucs_status_t st = ucp_ep_rkey_unpack(ep, packed_key.data(), &rkey_);
-    if (st != UCS_OK) throw std::runtime_error(std::string("ucp_ep_rkey_unpack: ") + ucs_status_string(st));
+    ucp_rkey_h rkey = nullptr;
+    const ucs_status_t st = ucp_ep_rkey_unpack(ep, packed_key.data(), &rkey);
+    if (st != UCS_OK) return ucx_error("ucp_ep_rkey_unpack", st);
+    out->reset(new RemoteRegion(rkey, base));
+    return Status::ok();
 }
 
 RemoteRegion::~RemoteRegion()

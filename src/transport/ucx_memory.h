@@ -5,14 +5,17 @@
 #include <ucp/api/ucp.h>
 
 #include <cstddef>
+#include <memory>
 #include <string>
+
+#include "base/status.h"
 
 namespace gpurdma::transport {
 
 class RegisteredRegion {
 public:
-    // Allocates and registers `length` bytes. Throws std::runtime_error on failure.
-    RegisteredRegion(ucp_context_h context, size_t length);
+    // Allocates and registers `length` bytes, or says why not.
+    static Status create(ucp_context_h context, size_t length, std::unique_ptr<RegisteredRegion> *out);
     ~RegisteredRegion();
     RegisteredRegion(const RegisteredRegion &) = delete;
     RegisteredRegion &operator=(const RegisteredRegion &) = delete;
@@ -22,6 +25,8 @@ public:
     const std::string &packed_key() const { return packed_key_; }
 
 private:
+    explicit RegisteredRegion(ucp_context_h context) : context_(context) {}
+
     ucp_context_h context_;
     ucp_mem_h memh_ = nullptr;
     char *base_ = nullptr;
@@ -32,7 +37,8 @@ private:
 // A peer's region as seen from here: its address and our unpacked key for it.
 class RemoteRegion {
 public:
-    RemoteRegion(ucp_ep_h ep, uint64_t base, const std::string &packed_key);
+    static Status create(ucp_ep_h ep, uint64_t base, const std::string &packed_key,
+                         std::unique_ptr<RemoteRegion> *out);
     ~RemoteRegion();
     RemoteRegion(const RemoteRegion &) = delete;
     RemoteRegion &operator=(const RemoteRegion &) = delete;
@@ -41,6 +47,8 @@ public:
     uint64_t base() const { return base_; }
 
 private:
+    RemoteRegion(ucp_rkey_h rkey, uint64_t base) : rkey_(rkey), base_(base) {}
+
     ucp_rkey_h rkey_ = nullptr;
     uint64_t base_;
 };

@@ -4,19 +4,21 @@
 // reference fold in rank order, bit for bit on every rank.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <memory>
 #include <random>
+#include <string>
 #include <vector>
 
-#include "exec/node_allreduce.h"
+#include "algo/node_allreduce.h"
 #include "reduce/reduce.h"
 
-using gpurdma::exec::NodeAllreduce;
+using gpurdma::algo::NodeCall;
 using gpurdma::exec::State;
-using gpurdma::transport::NodeArena;
-using gpurdma::transport::NodeArenaLayout;
+using gpurdma::algo::NodeArena;
+using gpurdma::algo::NodeArenaLayout;
 
 namespace {
 
@@ -24,7 +26,7 @@ struct Node {
     NodeArenaLayout layout;
     std::vector<uint64_t> storage;  // 8-byte aligned, zeroed like a fresh segment
     uint64_t next_block = 0;
-    std::vector<std::vector<uint64_t>> consumed_seen;  // each rank's, kept across calls as in gpurdma_comm
+    std::vector<std::vector<uint64_t>> consumed_seen;  // each rank's, kept across calls as in algo::NodeAllreduce
 
     Node(int ranks, int slots, size_t block)
     {
@@ -83,9 +85,9 @@ std::vector<char> random_floats(size_t count, std::mt19937 &rng)
     for (int r = 1; r < n; ++r) gpurdma::reduce::apply(op, dtype, want.data(), want.data(), in[r].data(), count);
 
     NodeArena arena = node.arena();
-    std::vector<std::unique_ptr<NodeAllreduce>> m;
+    std::vector<std::unique_ptr<NodeCall>> m;
     for (int r = 0; r < n; ++r)
-        m.push_back(std::make_unique<NodeAllreduce>(arena, r, node.next_block, op, dtype,
+        m.push_back(std::make_unique<NodeCall>(arena, r, node.next_block, op, dtype,
                                                     in_place ? nullptr : in[r].data(), out[r].data(), count,
                                                     direct_max, node.consumed_seen[r].data()));
     std::vector<bool> done(static_cast<size_t>(n), false);
@@ -127,7 +129,7 @@ TEST(NodeAllreduce, SlicesCoverTheBlockAlignedAndDisjoint)
                 size_t next = 0;
                 for (int i = 0; i < ranks; ++i) {
                     size_t first = 0, count = 0;
-                    NodeAllreduce::slice(elems, elem, ranks, i, &first, &count);
+                    NodeCall::slice(elems, elem, ranks, i, &first, &count);
                     ASSERT_EQ(next, first) << "elem " << elem << " ranks " << ranks << " elems " << elems;
                     if (first < elems && first + count < elems) {
                         ASSERT_EQ(0u, ((first + count) * elem) % 64);
@@ -220,9 +222,9 @@ TEST(NodeAllreduce, OverlappingBuffersStillGetTheSum)
         for (size_t i = 0; i < count; ++i) mem[r][i] = static_cast<float>(r * 1000 + i % 97);
     for (size_t i = 0; i < count; ++i) want[i] = mem[0][i] + mem[1][i];
     NodeArena arena = node.arena();
-    std::vector<std::unique_ptr<NodeAllreduce>> m;
+    std::vector<std::unique_ptr<NodeCall>> m;
     for (int r = 0; r < ranks; ++r)
-        m.push_back(std::make_unique<NodeAllreduce>(arena, r, 0, GPURDMA_SUM, GPURDMA_FLOAT, mem[r].data(),
+        m.push_back(std::make_unique<NodeCall>(arena, r, 0, GPURDMA_SUM, GPURDMA_FLOAT, mem[r].data(),
                                                     mem[r].data() + 16, count, SIZE_MAX,
                                                     node.consumed_seen[r].data()));
     std::vector<bool> done(ranks, false);
@@ -242,8 +244,8 @@ TEST(NodeAllreduce, ARankThatIsLateBlocksTheOthersButNothingBreaks)
     const size_t count = 3000;
     std::vector<std::vector<float>> in(3, std::vector<float>(count, 1.0f)), out(3, std::vector<float>(count));
     NodeArena arena = node.arena();
-    NodeAllreduce r0(arena, 0, 0, GPURDMA_SUM, GPURDMA_FLOAT, in[0].data(), out[0].data(), count, 0);
-    NodeAllreduce r2(arena, 2, 0, GPURDMA_SUM, GPURDMA_FLOAT, in[2].data(), out[2].data(), count, 0);
+    NodeCall r0(arena, 0, 0, GPURDMA_SUM, GPURDMA_FLOAT, in[0].data(), out[0].data(), count, 0);
+    NodeCall r2(arena, 2, 0, GPURDMA_SUM, GPURDMA_FLOAT, in[2].data(), out[2].data(), count, 0);
     for (int i = 0; i < 100; ++i) {
         ASSERT_EQ(State::Running, r0.advance());
         ASSERT_EQ(State::Running, r2.advance());
@@ -251,7 +253,7 @@ TEST(NodeAllreduce, ARankThatIsLateBlocksTheOthersButNothingBreaks)
     int peer = -2;
     const std::string what = r0.waiting_for(&peer);
     EXPECT_EQ(1, peer) << what;
-    NodeAllreduce r1(arena, 1, 0, GPURDMA_SUM, GPURDMA_FLOAT, in[1].data(), out[1].data(), count, 0);
+    NodeCall r1(arena, 1, 0, GPURDMA_SUM, GPURDMA_FLOAT, in[1].data(), out[1].data(), count, 0);
     bool d0 = false, d1 = false, d2 = false;
     for (int i = 0; i < 10000 && !(d0 && d1 && d2); ++i) {
         d0 = d0 || r0.advance() == State::Done;
@@ -261,4 +263,56 @@ TEST(NodeAllreduce, ARankThatIsLateBlocksTheOthersButNothingBreaks)
     ASSERT_TRUE(d0 && d1 && d2);
     for (int r = 0; r < 3; ++r)
         for (size_t i = 0; i < count; ++i) ASSERT_EQ(3.0f, out[r][i]);
+}
+
+TEST(NodeAllreduce, TheAlgorithmCarriesTheBlockSequenceAndNamesWhoItWaitsFor)
+{
+    // The algorithm object keeps the block sequence from call to call; a rank that
+    // has not started shows in the wait description with its host.
+    using gpurdma::algo::Call;
+    using gpurdma::algo::NodeAllreduce;
+    const int ranks = 3;
+    Node node(ranks, 2, 4096);
+    const std::vector<std::string> hosts{"a", "a", "a"};
+    std::vector<std::unique_ptr<NodeAllreduce>> m;
+    for (int r = 0; r < ranks; ++r)
+        m.push_back(std::make_unique<NodeAllreduce>(node.arena(), std::vector<int>{0, 1, 2}, r,
+                                                    NodeAllreduce::direct_max(ranks, 256), hosts));
+    const size_t count = 3000;
+    for (int call_no = 0; call_no < 4; ++call_no) {
+        std::vector<std::vector<float>> buf(ranks, std::vector<float>(count));
+        for (int r = 0; r < ranks; ++r) std::fill(buf[r].begin(), buf[r].end(), static_cast<float>(r + call_no));
+        for (int r = 0; r < ranks; ++r) {
+            Call c;
+            c.recvbuf = buf[r].data();
+            c.count = count;
+            c.dtype = GPURDMA_FLOAT;
+            c.op = GPURDMA_SUM;
+            ASSERT_TRUE(m[r]->start(c).is_ok());
+        }
+        if (call_no == 1) {
+            // Rank 2 late: the others wait for it, by name.
+            for (int i = 0; i < 100; ++i) {
+                ASSERT_EQ(State::Running, m[0]->advance());
+                ASSERT_EQ(State::Running, m[1]->advance());
+            }
+            EXPECT_NE(m[0]->describe_wait().find("node reduce-scatter/allgather (intra-node), waiting for rank 2 on "
+                                                 "host a to post its data for block"),
+                      std::string::npos)
+                << m[0]->describe_wait();
+        }
+        std::vector<bool> done(ranks, false);
+        for (int round = 0; round < 100000 && std::count(done.begin(), done.end(), true) < ranks; ++round) {
+            const int r = round % ranks;
+            if (!done[r]) done[r] = m[r]->advance() == State::Done;
+        }
+        ASSERT_EQ(ranks, std::count(done.begin(), done.end(), true)) << "no progress in call " << call_no;
+        for (int r = 0; r < ranks; ++r) {
+            m[r]->finish();
+            EXPECT_EQ(&gpurdma_comm_stats_t::node_calls, m[r]->counter());
+            EXPECT_EQ(m[0]->next_block(), m[r]->next_block());
+            for (size_t i = 0; i < count; ++i) ASSERT_EQ(static_cast<float>(3 + 3 * call_no), buf[r][i]);
+        }
+    }
+    EXPECT_EQ(4u * 3u, m[0]->next_block());  // 3000 floats in 4 KiB blocks: 3 per call
 }

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <map>
+#include <string>
 
 #include "plan/neighbors.h"
 #include "plan/planner.h"
@@ -49,6 +50,47 @@ TEST(Planner, ParseAlgorithm)
     EXPECT_EQ(a, Algorithm::Hierarchical);
     EXPECT_FALSE(parse_algorithm("tree", &a));
     EXPECT_FALSE(parse_algorithm("RING ", &a));
+}
+
+TEST(Planner, AlgorithmTableNamesEveryAlgorithmOnce)
+{
+    // Every spelling parses to its own entry, names print back, and the spellings the
+    // parameter has always accepted are there.
+    size_t n = 0;
+    const AlgorithmInfo *table = algorithm_table(&n);
+    ASSERT_EQ(n, 5u);
+    for (size_t i = 0; i < n; ++i) {
+        EXPECT_EQ(static_cast<size_t>(table[i].algorithm), i) << "enum order";
+        EXPECT_STREQ(algorithm_name(table[i].algorithm), table[i].name);
+        EXPECT_TRUE(table[i].help && *table[i].help);
+        ASSERT_TRUE(table[i].spellings[0]);
+        for (const char *spelling : table[i].spellings) {
+            if (!spelling) continue;
+            Algorithm a = Algorithm::Node;
+            EXPECT_TRUE(parse_algorithm(spelling, &a)) << spelling;
+            EXPECT_EQ(a, table[i].algorithm) << spelling;
+        }
+    }
+    Algorithm a = Algorithm::Ring;
+    EXPECT_TRUE(parse_algorithm("", &a));
+    EXPECT_EQ(a, Algorithm::Auto);
+    for (const char *s : {"recursive_doubling", "hierarchical", "node"}) EXPECT_TRUE(parse_algorithm(s, &a)) << s;
+    EXPECT_STREQ(algorithm_name(Algorithm::RecursiveDoubling), "recursive-doubling");
+    EXPECT_STREQ(algorithm_name(Algorithm::Hierarchical), "hierarchical");
+}
+
+TEST(Planner, SchedulesCarryTheirAlgorithm)
+{
+    PlanParams p;
+    p.algorithm = Algorithm::Ring;
+    EXPECT_EQ(build(4, 1, 1000, 4, false, p).algorithm, Algorithm::Ring);
+    p.algorithm = Algorithm::RecursiveDoubling;
+    EXPECT_EQ(build(4, 1, 1000, 4, false, p).algorithm, Algorithm::RecursiveDoubling);
+    p.algorithm = Algorithm::Hierarchical;
+    std::string unused;
+    const auto two_nodes = gpurdma::topo::build_topology({"a", "a", "b", "b"}, "", &unused);
+    EXPECT_EQ(build(two_nodes, 1, 1000, 4, false, p).algorithm, Algorithm::Hierarchical);
+    EXPECT_EQ(build(1, 0, 1000, 4, false, p).algorithm, Algorithm::Auto);  // a local copy
 }
 
 TEST(Planner, ChoosesByMessageSize)

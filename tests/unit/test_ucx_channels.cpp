@@ -32,15 +32,15 @@ struct Pair {
 
     Pair(const std::string &tls, const std::string &devices)
     {
-        try {
-            context = std::make_unique<UcxContext>(tls, devices);
-            const auto peers = [](int r) { return std::vector<int>{1 - r}; };
-            for (int r = 0; r < 2; ++r) ch[r] = std::make_unique<UcxChannels>(*context, r, 2, peers, kSlots, kSlot);
+        gpurdma::Status st = UcxContext::create(tls, devices, {}, &context);
+        const auto peers = [](int r) { return std::vector<int>{1 - r}; };
+        for (int r = 0; r < 2 && st.is_ok(); ++r)
+            st = UcxChannels::create(*context, r, 2, peers, kSlots, kSlot, &ch[r]);
+        if (st.is_ok()) {
             const std::vector<UcxPeerInfo> info{ch[0]->local_info(), ch[1]->local_info()};
-            for (int r = 0; r < 2; ++r) ch[r]->connect(info, {"here", "here"});
-        } catch (const std::exception &e) {
-            skip = e.what();
+            for (int r = 0; r < 2 && st.is_ok(); ++r) st = ch[r]->connect(info, {"here", "here"});
         }
+        if (!st.is_ok()) skip = st.message();
     }
     ~Pair()
     {
@@ -53,7 +53,10 @@ struct Pair {
     // The endpoint the channels use (to this same worker), shared through the context.
     std::shared_ptr<gpurdma::transport::UcxEndpoint> endpoint(std::string *why)
     {
-        return context->endpoint(context->address(), why);
+        std::shared_ptr<gpurdma::transport::UcxEndpoint> ep;
+        const gpurdma::Status st = context->endpoint(context->address(), &ep);
+        *why = st.message();
+        return ep;
     }
 
     // The next message from `from` to `to`, with progress, within 5 s.

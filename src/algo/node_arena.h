@@ -1,4 +1,4 @@
-// Layout of the node's shared allreduce area (part of the node's shared segment):
+// The node allreduce's private layout of the node's shared segment:
 // per local rank one cache line of progress counters and kMailSlots mailbox lines (a
 // sequence number and a few bytes: a tiny message travels with its flag in one cache
 // line; many of them, so that a rank seldom has to read the others' counters to reuse
@@ -11,7 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 
-namespace gpurdma::transport {
+namespace gpurdma::algo {
 
 enum class NodeCounter : int {
     Posted = 0,    // blocks whose input this rank has published
@@ -94,4 +94,4 @@ private:
     NodeArenaLayout layout_;
 };
 
-}  // namespace gpurdma::transport
+}  // namespace gpurdma::algo

@@ -1,13 +1,16 @@
-#include "exec/node_allreduce.h"
+#include "algo/node_allreduce.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
+#include <utility>
 
+#include "base/text.h"
 #include "reduce/reduce.h"
 
-namespace gpurdma::exec {
+namespace gpurdma::algo {
 
-using transport::NodeCounter;
+using exec::State;
 
 namespace {
 
@@ -16,9 +19,8 @@ constexpr size_t kSubBlock = 16 * 1024;
 
 }  // namespace
 
-NodeAllreduce::NodeAllreduce(const transport::NodeArena &arena, int me, uint64_t first_block, gpurdma_op_t op,
-                             gpurdma_dtype_t dtype, const void *sendbuf, void *recvbuf, size_t count,
-                             size_t direct_max, uint64_t *consumed_seen)
+NodeCall::NodeCall(const NodeArena &arena, int me, uint64_t first_block, gpurdma_op_t op, gpurdma_dtype_t dtype,
+                   const void *sendbuf, void *recvbuf, size_t count, size_t direct_max, uint64_t *consumed_seen)
     : arena_(arena),
       me_(me),
       ranks_(arena.layout().ranks),
@@ -32,7 +34,7 @@ NodeAllreduce::NodeAllreduce(const transport::NodeArena &arena, int me, uint64_t
       per_block_(std::max<size_t>(1, arena.layout().block / reduce::dtype_size(dtype))),
       blocks_((count + per_block_ - 1) / per_block_),
       direct_(count * reduce::dtype_size(dtype) <= direct_max),
-      mail_(direct_ && blocks_ == 1 && count * reduce::dtype_size(dtype) <= transport::NodeArenaLayout::kMailBytes),
+      mail_(direct_ && blocks_ == 1 && count * reduce::dtype_size(dtype) <= NodeArenaLayout::kMailBytes),
       consumed_seen_(consumed_seen)
 {
     // The direct form reads my own operand from my buffer rather than the copy I
@@ -45,7 +47,7 @@ NodeAllreduce::NodeAllreduce(const transport::NodeArena &arena, int me, uint64_t
                        (send_ != recv_ || ranks_ == 2 || me_ == 0);
 }
 
-void NodeAllreduce::slice(size_t elems, size_t elem_size, int ranks, int i, size_t *first, size_t *count)
+void NodeCall::slice(size_t elems, size_t elem_size, int ranks, int i, size_t *first, size_t *count)
 {
     const size_t unit = (elem_size <= 64 && 64 % elem_size == 0) ? 64 / elem_size : 1;
     const size_t units = (elems + unit - 1) / unit;
@@ -57,29 +59,29 @@ void NodeAllreduce::slice(size_t elems, size_t elem_size, int ranks, int i, size
     *count = std::min(end_unit * unit, elems) - *first;
 }
 
-int NodeAllreduce::slot_of(uint64_t block) const
+int NodeCall::slot_of(uint64_t block) const
 {
     return static_cast<int>((first_ + block) % static_cast<uint64_t>(arena_.layout().slots));
 }
 
-int NodeAllreduce::mail_slot_of(uint64_t block) const
+int NodeCall::mail_slot_of(uint64_t block) const
 {
-    return static_cast<int>((first_ + block) % static_cast<uint64_t>(transport::NodeArenaLayout::kMailSlots));
+    return static_cast<int>((first_ + block) % static_cast<uint64_t>(NodeArenaLayout::kMailSlots));
 }
 
-size_t NodeAllreduce::block_elems(uint64_t b) const
+size_t NodeCall::block_elems(uint64_t b) const
 {
     return std::min(per_block_, count_ - static_cast<size_t>(b) * per_block_);
 }
 
-size_t NodeAllreduce::block_offset(uint64_t b) const
+size_t NodeCall::block_offset(uint64_t b) const
 {
     return static_cast<size_t>(b) * per_block_ * elem_;
 }
 
 // The slices of a block of `elems` elements that other ranks reduce: posted from my
 // data into my input slot, and later copied from the output into my buffer.
-void NodeAllreduce::copy_other_slices(char *dst, const char *src, size_t elems) const
+void NodeCall::copy_other_slices(char *dst, const char *src, size_t elems) const
 {
     for (int i = 0; i < ranks_; ++i) {
         if (i == me_) continue;
@@ -89,14 +91,14 @@ void NodeAllreduce::copy_other_slices(char *dst, const char *src, size_t elems) 
     }
 }
 
-int NodeAllreduce::lagging(NodeCounter c, uint64_t need) const
+int NodeCall::lagging(NodeCounter c, uint64_t need) const
 {
     for (int j = 0; j < ranks_; ++j)
         if (arena_.load(j, c) < need) return j;
     return -1;
 }
 
-int NodeAllreduce::lagging_consumed(uint64_t need) const
+int NodeCall::lagging_consumed(uint64_t need) const
 {
     if (!consumed_seen_) return lagging(NodeCounter::Consumed, need);
     for (int j = 0; j < ranks_; ++j) {
@@ -109,7 +111,7 @@ int NodeAllreduce::lagging_consumed(uint64_t need) const
 
 // dst = source(0) OP source(1) OP ... in rank order. dst may be source(0) only.
 template <typename Source>
-void NodeAllreduce::fold(char *dst, size_t bytes, Source source) const
+void NodeCall::fold(char *dst, size_t bytes, Source source) const
 {
     const size_t n = bytes / elem_;
     if (ranks_ == 1) {
@@ -120,14 +122,14 @@ void NodeAllreduce::fold(char *dst, size_t bytes, Source source) const
     for (int j = 2; j < ranks_; ++j) reduce::apply(op_, dtype_, dst, dst, source(j), n);
 }
 
-bool NodeAllreduce::try_post()
+bool NodeCall::try_post()
 {
     const uint64_t b = posted_;
     if (b >= blocks_) return false;
     const uint64_t g = first_ + b;
     // The slot (input block or mailbox) last held block g - slots: every rank must be
     // done with it.
-    const uint64_t slots = static_cast<uint64_t>(mail_ ? transport::NodeArenaLayout::kMailSlots
+    const uint64_t slots = static_cast<uint64_t>(mail_ ? NodeArenaLayout::kMailSlots
                                                        : arena_.layout().slots);
     if (g + 1 > slots && lagging_consumed(g + 1 - slots) >= 0) return false;
     const size_t elems = block_elems(b);
@@ -149,7 +151,7 @@ bool NodeAllreduce::try_post()
     return true;
 }
 
-bool NodeAllreduce::try_reduce()
+bool NodeCall::try_reduce()
 {
     const uint64_t b = reduced_;
     if (b >= posted_) return false;
@@ -194,7 +196,7 @@ bool NodeAllreduce::try_reduce()
     return true;
 }
 
-bool NodeAllreduce::try_copy_out()
+bool NodeCall::try_copy_out()
 {
     const uint64_t b = copied_;
     if (b >= reduced_) return false;
@@ -206,7 +208,7 @@ bool NodeAllreduce::try_copy_out()
     return true;
 }
 
-State NodeAllreduce::advance()
+State NodeCall::advance()
 {
     for (;;) {
         // Oldest work first: finishing a block frees its slot for the next post.
@@ -218,10 +220,10 @@ State NodeAllreduce::advance()
     }
 }
 
-std::string NodeAllreduce::waiting_for(int *peer) const
+std::string NodeCall::waiting_for(int *peer) const
 {
     const uint64_t slots =
-        static_cast<uint64_t>(mail_ ? transport::NodeArenaLayout::kMailSlots : arena_.layout().slots);
+        static_cast<uint64_t>(mail_ ? NodeArenaLayout::kMailSlots : arena_.layout().slots);
     if (copied_ < reduced_) {
         const uint64_t g = first_ + copied_;
         *peer = lagging(NodeCounter::Reduced, g + 1);
@@ -237,4 +239,57 @@ std::string NodeAllreduce::waiting_for(int *peer) const
     return "to release the slot of block " + std::to_string(g - std::min(g, slots));
 }
 
-}  // namespace gpurdma::exec
+NodeArenaLayout NodeAllreduce::layout(int ranks, int slots, size_t block)
+{
+    NodeArenaLayout l;
+    l.ranks = ranks;
+    l.slots = slots;
+    l.block = block;
+    return l;
+}
+
+size_t NodeAllreduce::direct_max(int ranks, size_t small_msg_max)
+{
+    return ranks == 2 && small_msg_max > 0 ? SIZE_MAX : small_msg_max;
+}
+
+NodeAllreduce::NodeAllreduce(NodeArena arena, std::vector<int> members, int index, size_t direct_max,
+                             std::vector<std::string> hosts)
+    : arena_(arena),
+      members_(std::move(members)),
+      index_(index),
+      direct_max_(direct_max),
+      hosts_(std::move(hosts)),
+      consumed_seen_(members_.size(), 0)
+{
+}
+
+Status NodeAllreduce::start(const Call &call)
+{
+    call_.emplace(arena_, index_, next_block_, call.op, call.dtype, call.sendbuf, call.recvbuf, call.count,
+                  direct_max_, consumed_seen_.data());
+    return Status::ok();
+}
+
+std::string NodeAllreduce::describe_wait() const
+{
+    int local = -1;
+    const std::string what = call_->waiting_for(&local);
+    const int peer = local >= 0 ? members_[static_cast<size_t>(local)] : -1;
+    return std::string(call_->direct() ? "node allreduce (intra-node, direct)"
+                                       : "node reduce-scatter/allgather (intra-node)") +
+           ", waiting for " + describe_rank(peer, hosts_) + " " + what;
+}
+
+std::string NodeAllreduce::describe_failure() const
+{
+    // Shared memory does not fail: only a peer that stops moving (the timeout).
+    return "allreduce failed in the node allreduce";
+}
+
+std::string NodeAllreduce::describe_call() const
+{
+    return call_->direct() ? "node allreduce, direct" : "node allreduce";
+}
+
+}  // namespace gpurdma::algo

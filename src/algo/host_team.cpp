@@ -1,0 +1,219 @@
+#include "algo/host_team.h"
+
+#include <sched.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <utility>
+
+#include "algo/calibration.h"
+#include "algo/selector.h"
+#include "plan/neighbors.h"
+#include "base/text.h"
+
+namespace gpurdma::algo {
+
+namespace {
+
+// 7: the agreed parameters as core/params.h writes them (HostSetup::write_agreed).
+constexpr uint32_t kWireVersion = 7;
+
+// A rank's placement from its set-up record: CPU list, cgroup, job processes, host CPUs.
+bool read_placement(wire::Reader &rd, topo::RankPlacement *p)
+{
+    std::string cpus;
+    uint32_t processes = 0, host_cpus = 0;
+    if (!rd.str(&cpus) || !rd.str(&p->cgroup) || !rd.u32(&processes) || !rd.u32(&host_cpus)) return false;
+    // An unreadable mask (empty) still counts the rank; it just cannot claim a CPU.
+    if (!cpus.empty() && !topo::parse_cpu_list(cpus, &p->cpus)) return false;
+    p->job_processes = static_cast<int>(std::min<uint32_t>(processes, 1u << 20));
+    p->host_cpus = static_cast<int>(std::min<uint32_t>(host_cpus, CPU_SETSIZE));
+    return true;
+}
+
+}  // namespace
+
+HostTeam::HostTeam(HostSetup setup)
+    : setup_(std::move(setup)), agreement_(setup_.bootstrap, setup_.rank, setup_.size), plan_(setup_.plan)
+{
+}
+
+Status HostTeam::create(HostSetup setup, std::unique_ptr<HostTeam> *out)
+{
+    std::unique_ptr<HostTeam> team(new HostTeam(std::move(setup)));
+    Status st = team->agree_on_placement();
+    if (st.is_ok()) st = team->connect_media();
+    // Every rank learns the calibration's outcome from the same exchange: all decline together.
+    if (st.is_ok() && team->setup_.config->calibrate && team->topo_.nodes() > 1) st = calibrate(*team);
+    if (st.is_ok()) *out = std::move(team);
+    return st;
+}
+
+HostTeam::~HostTeam()
+{
+    // Peers may still write credits into our regions until they have consumed all
+    // we sent: wait for that (bounded) before the regions go.
+    const double bound = std::min(5.0, setup_.config->timeout_s);
+    bool drained = true;
+    if (shm_) drained = shm_->drain(bound) && drained;
+    if (ucx_) drained = ucx_->drain(bound) && drained;
+    if (!drained) setup_.log->log(1, "%s: peers did not return all landing slots before release", setup_.name.c_str());
+    router_.reset();
+    ucx_.reset();
+    shm_.reset();
+}
+
+Status HostTeam::agree_on_placement()
+{
+    const gpurdma_config_t &cfg = *setup_.config;
+    const auto n = static_cast<size_t>(setup_.size);
+    wire::Writer w;
+    w.u32(kWireVersion);
+    setup_.write_agreed(w);
+    w.str(setup_.host);
+    w.str(setup_.node);
+    w.str(setup_.rail_device);
+    w.str(topo::format_cpu_list(topo::own_cpus()));
+    w.str(setup_.cgroup);
+    w.u32(static_cast<uint32_t>(std::max(0, cfg.local_processes)));
+    w.u32(static_cast<uint32_t>(setup_.host_cpus));
+    std::vector<std::string> records;
+    const Status exchanged = agreement_.exchange(w.take(), &records);
+    if (!exchanged.is_ok()) return exchanged;
+    hosts_.assign(n, "?");
+    nodes_.assign(n, "");
+    rails_.assign(n, "");
+    std::vector<topo::RankPlacement> placements(n);
+    for (size_t r = 0; r < n; ++r) {
+        wire::Reader rd(records[r]);
+        uint32_t version = 0;
+        std::string differing;
+        const bool readable = rd.u32(&version) && version == kWireVersion &&
+                              setup_.compare_agreed(rd, &differing) && rd.str(&hosts_[r]) &&
+                              rd.str(&nodes_[r]) && rd.str(&rails_[r]) && read_placement(rd, &placements[r]);
+        if (!readable) return Status::unsupported("rank " + std::to_string(r) + " runs another gpurdma version");
+        // Everything that shapes the plan must be the same on every rank.
+        if (!differing.empty())
+            return Status::unsupported("rank " + std::to_string(r) +
+                                       " uses other slots/chunk_size/node_chunk_size/small_msg_max/algorithm/"
+                                       "logical_nodes/cost model/calibrate parameters (" + differing + ")");
+    }
+    topo_ = topo::build_topology(nodes_);
+    // The whole host decides, from every rank's placement: all its ranks wait alike.
+    decide_waits(placements);
+    return Status::ok();
+}
+
+Status HostTeam::connect_media()
+{
+    const gpurdma_config_t &cfg = *setup_.config;
+    const int rank = setup_.rank;
+    shm_ = std::make_unique<transport::ShmMedium>(rank, setup_.size, node_members(),
+                                                  Selector::shared_memory(topo_, rank, plan_, cfg.slots));
+    ucx_ = std::make_unique<transport::UcxMedium>(
+        rank, setup_.size, [this](int r) { return remote_peers(r); }, cfg.slots, cfg.chunk_size, setup_.ucx, hosts_);
+    transport::Medium *media[] = {shm_.get(), ucx_.get()};
+
+    // Round 2: local resources, then everyone's records. A rank that failed still
+    // takes part (ok = 0) so that every rank reaches the same verdict in the vote.
+    wire::Writer parts;
+    Status mine;
+    for (transport::Medium *m : media)
+        if (mine.is_ok()) mine = m->setup(parts);
+    wire::Writer w;
+    w.u32(mine.is_ok() ? 1 : 0);
+    w.str(mine.is_ok() ? parts.take() : std::string());
+    std::vector<std::string> records;
+    const Status exchanged = agreement_.exchange(w.take(), &records);
+    if (!exchanged.is_ok()) return exchanged;
+    std::vector<std::string> media_parts(records.size());
+    bool everyone = true;  // a rank that failed says why in the vote; the others only wait for it
+    for (size_t r = 0; r < records.size() && mine.is_ok(); ++r) {
+        wire::Reader rd(records[r]);
+        uint32_t ok = 0;
+        if (!rd.u32(&ok) || !rd.str(&media_parts[r]))
+            mine = Status::unsupported(describe_rank(static_cast<int>(r), hosts_) + " sent an unreadable set-up record");
+        everyone = everyone && ok;
+    }
+    if (mine.is_ok() && everyone) {
+        std::vector<wire::Reader> readers;
+        for (const std::string &p : media_parts) readers.emplace_back(p);
+        for (transport::Medium *m : media)
+            if (mine.is_ok()) mine = m->connect(readers);
+    }
+
+    // Round 3: agree. Only then may the node's segment name go away.
+    const Status verdict = agreement_.vote(mine, hosts_);
+    if (!verdict.is_ok()) return verdict;
+    for (transport::Medium *m : media) m->connected();
+    std::vector<bool> local(static_cast<size_t>(setup_.size), false);
+    for (int m : node_members()) local[static_cast<size_t>(m)] = true;
+    router_ = std::make_unique<transport::Router>(std::move(local), shm_->channels(), ucx_->channels());
+
+    exec::WaitPolicy policy;
+    policy.yield_when_idle = waits_.at(hosts_[static_cast<size_t>(rank)]).yield;
+    policy.spin_us = cfg.spin_us;
+    policy.timeout_s = cfg.timeout_s;
+    std::function<unsigned()> poll;
+    if (uses_ucx()) poll = [ucx = ucx_->context()] { return ucx->progress(); };
+    loop_.emplace(policy, exec::WaitSite{setup_.name, rank, setup_.host}, std::move(poll));
+    return Status::ok();
+}
+
+const std::vector<int> &HostTeam::node_members() const
+{
+    return topo_.members[static_cast<size_t>(topo_.node_of[static_cast<size_t>(setup_.rank)])];
+}
+
+std::vector<int> HostTeam::remote_peers(int r) const
+{
+    std::vector<int> out;
+    for (int p : plan::peers(topo_, r))
+        if (topo_.node_of[static_cast<size_t>(p)] != topo_.node_of[static_cast<size_t>(r)]) out.push_back(p);
+    return out;
+}
+
+uint64_t HostTeam::bytes_sent() const
+{
+    uint64_t sent = 0;
+    if (ucx_ && ucx_->channels()) sent += ucx_->channels()->bytes_sent();
+    if (shm_ && shm_->channels()) sent += shm_->channels()->bytes_sent();
+    return sent;
+}
+
+void HostTeam::set_calibrated(const plan::CostModel &model, double ms)
+{
+    plan_.model = model;
+    calibration_ms_ = ms;
+}
+
+void HostTeam::decide_waits(const std::vector<topo::RankPlacement> &placements)
+{
+    std::map<std::string, std::vector<topo::RankPlacement>> by_host;
+    for (size_t r = 0; r < placements.size(); ++r) by_host[hosts_[r]].push_back(placements[r]);
+    waits_.clear();
+    for (const auto &h : by_host) waits_.emplace(h.first, topo::decide_wait(h.second));
+}
+
+std::string HostTeam::describe_waits() const
+{
+    // Hosts that decided alike share one entry, so the line stays short on many hosts.
+    std::map<std::string, std::vector<std::string>> hosts_by_verdict;
+    for (const auto &w : waits_) hosts_by_verdict[w.second.describe()].push_back(w.first);
+    std::string text;
+    const double us = setup_.config->spin_us;
+    for (const auto &v : hosts_by_verdict) {
+        const auto &hosts = v.second;
+        std::string where = hosts.size() > 3 ? std::to_string(hosts.size()) + " hosts (" + hosts[0] + ", ...)" : "";
+        for (size_t i = 0; hosts.size() <= 3 && i < hosts.size(); ++i) where += (i ? ", " : "") + hosts[i];
+        text += (text.empty() ? "wait on " : "; wait on ") + where + ": " + v.first;
+        if (!waits_.at(hosts[0]).yield && us >= 0) {
+            char budget[64];
+            std::snprintf(budget, sizeof budget, "; yield after %g us", us);
+            text += budget;
+        }
+    }
+    return text;
+}
+
+}  // namespace gpurdma::algo

@@ -1,0 +1,113 @@
+// A communicator's host path, set up once on its first host-memory call: who is
+// where, how each host's ranks wait, the node's shared segment and the UCX channels
+// between nodes, and the router over them. Every rank runs the same rounds through
+// setup::Agreement and reaches the same verdict:
+//   round 1: each rank's wire version, the agreed parameters, host, node,
+//            rail NIC and placement; the topology and each host's wait policy;
+//   round 2: the media set themselves up (the shared segment sized for the chosen
+//            algorithm, UCX) and connect from everyone's records;
+//   round 3: the vote (a refusing rank's reason reaches every rank), then the media
+//            learn that everyone is connected; then, if asked, the calibration.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/log.h"
+#include "base/status.h"
+#include "exec/progress.h"
+#include "gpurdma/gpurdma.h"
+#include "plan/planner.h"
+#include "setup/agreement.h"
+#include "setup/wire.h"
+#include "topo/placement.h"
+#include "topo/topology.h"
+#include "transport/router.h"
+#include "transport/shm_medium.h"
+#include "transport/ucx_medium.h"
+
+namespace gpurdma::algo {
+
+// What the communicator hands its host team (all of it this process's view).
+struct HostSetup {
+    int rank = 0;
+    int size = 1;
+    std::string name;  // the communicator, for messages
+    gpurdma_bootstrap_t bootstrap{};
+    const Logger *log = nullptr;
+    const gpurdma_config_t *config = nullptr;  // slots, chunk_size, spin_us, timeout_s, calibrate, ...
+    plan::PlanParams plan;                     // the context's (calibration may change its model)
+    std::string host;                          // this host
+    std::string node;                          // this process's node: the host or "host#k"
+    std::string rail_device;                   // this process's NIC ("" = UCX's choice)
+    std::string cgroup;                        // the cgroup that limits this process's CPUs
+    int host_cpus = 0;                         // CPUs that cgroup gives it
+    transport::UcxStarter ucx;                 // starts the process's UCX on demand
+    // The parameters every rank must share (core/params.h): appended to this rank's
+    // record; compared with a peer's (false: unreadable; else *differing names them).
+    std::function<void(wire::Writer &)> write_agreed;
+    std::function<bool(wire::Reader &, std::string *differing)> compare_agreed;
+};
+
+class HostTeam {
+public:
+    // Runs the set-up. Not ok: every rank declines alike; the message says why.
+    static Status create(HostSetup setup, std::unique_ptr<HostTeam> *out);
+    // Lets peers return our landing slots (bounded), then releases router, channels, segment.
+    ~HostTeam();
+    HostTeam(const HostTeam &) = delete;
+    HostTeam &operator=(const HostTeam &) = delete;
+
+    const HostSetup &setup() const { return setup_; }
+    int rank() const { return setup_.rank; }
+    int size() const { return setup_.size; }
+    const topo::Topology &topology() const { return topo_; }
+    const std::vector<int> &node_members() const;
+    const std::vector<std::string> &hosts() const { return hosts_; }
+    const std::vector<std::string> &rails() const { return rails_; }  // each rank's NIC ("" = UCX's)
+    const plan::PlanParams &plan() const { return plan_; }
+    double calibration_ms() const { return calibration_ms_; }  // -1: not calibrated
+
+    // Every host's wait decision and why, for the set-up line ("wait on a: spin: ...").
+    std::string describe_waits() const;
+    // The wait loop for this communicator's calls: its host's policy, UCX progress if used.
+    const exec::ProgressLoop &loop() const { return *loop_; }
+
+    transport::PeerTransport &router() { return *router_; }
+    transport::ShmSegment *segment() const { return shm_ ? shm_->segment() : nullptr; }
+    bool uses_ucx() const { return ucx_ && ucx_->channels(); }
+    uint64_t bytes_sent() const;  // payload bytes sent over both media so far
+
+    // The schedules' peers of rank r on other nodes (symmetric, sorted): UCX's peers.
+    std::vector<int> remote_peers(int r) const;
+
+    // Calibration's outcome (algo/calibration.h): the same model on every rank.
+    void set_calibrated(const plan::CostModel &model, double ms);
+
+private:
+    explicit HostTeam(HostSetup setup);
+    Status agree_on_placement();  // round 1
+    Status connect_media();       // rounds 2 and 3
+    void decide_waits(const std::vector<topo::RankPlacement> &placements);
+
+    HostSetup setup_;
+    setup::Agreement agreement_;
+    plan::PlanParams plan_;
+    double calibration_ms_ = -1;
+    std::vector<std::string> hosts_;
+    std::vector<std::string> nodes_;
+    std::vector<std::string> rails_;
+    topo::Topology topo_;
+    std::map<std::string, topo::WaitDecision> waits_;  // host -> how its ranks wait
+    std::optional<exec::ProgressLoop> loop_;
+    // The destructor releases the router first, then UCX, then shared memory.
+    std::unique_ptr<transport::ShmMedium> shm_;
+    std::unique_ptr<transport::UcxMedium> ucx_;
+    std::unique_ptr<transport::Router> router_;
+};
+
+}  // namespace gpurdma::algo

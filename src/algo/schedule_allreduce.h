@@ -1,0 +1,51 @@
+// The schedule-driven allreduces: ring, recursive doubling and hierarchical, each a
+// plan::Schedule (chosen and built by the planner per message shape, cached) run by
+// exec::Executor over the host team's router (shared memory within a node, UCX
+// between nodes).
+#pragma once
+
+#include <cstddef>
+#include <map>
+#include <optional>
+#include <string>
+#include <tuple>
+
+#include "algo/algorithm.h"
+#include "algo/host_team.h"
+#include "exec/executor.h"
+#include "plan/schedule.h"
+
+namespace gpurdma::algo {
+
+class ScheduleAllreduce : public Algorithm {
+public:
+    explicit ScheduleAllreduce(HostTeam &team) : team_(team) {}
+
+    // The call's schedule from the cache (built on first use), and its executor.
+    Status start(const Call &call) override;
+    // Runs `schedule` (which must outlive the call) for `call` instead: set-up's
+    // calibration ping-pong.
+    void start_schedule(const plan::Schedule &schedule, const Call &call);
+
+    exec::State advance() override { return exec_->advance(); }
+    uint64_t position() const override { return exec_->position(); }
+    // "ring reduce-scatter (inter-node), waiting for data from rank 3 on host b"
+    std::string describe_wait() const override;
+    // "allreduce failed in ring allgather (inter-node) with rank 3 on host b: <transport error>"
+    std::string describe_failure() const override;
+    uint64_t gpurdma_comm_stats_t::*counter() const override;
+    std::string describe_call() const override;  // "ring, 14 steps"
+
+private:
+    const plan::Schedule &schedule_for(size_t count, size_t elem_size, bool in_place);
+    // The phase of the step waited on, and whether its peer is on this node.
+    std::string stage() const;
+    std::string describe_peer(int peer) const;
+
+    HostTeam &team_;
+    std::map<std::tuple<size_t, size_t, bool>, plan::Schedule> schedules_;
+    const plan::Schedule *schedule_ = nullptr;  // the current call's
+    std::optional<exec::Executor> exec_;
+};
+
+}  // namespace gpurdma::algo

@@ -1,0 +1,103 @@
+#include "core/context.h"
+
+#include <vector>
+
+#include "core/params.h"
+#include "topo/nic.h"
+#include "topo/placement.h"
+#include "topo/topology.h"
+
+gpurdma_context::gpurdma_context(const gpurdma_config_t &c)
+    : config(c),
+      algorithm_text(c.algorithm ? c.algorithm : "auto"),
+      ucx_tls(c.ucx_tls ? c.ucx_tls : ""),
+      logical_nodes(c.logical_nodes ? c.logical_nodes : ""),
+      net_devices(c.net_devices ? c.net_devices : ""),
+      log(c.log, c.verbose)
+{
+    config.algorithm = algorithm_text.c_str();
+    config.ucx_tls = ucx_tls.c_str();
+    config.logical_nodes = logical_nodes.c_str();
+    config.net_devices = net_devices.c_str();
+}
+
+gpurdma::Status gpurdma_context::create(const gpurdma_config_t &c, std::unique_ptr<gpurdma_context> *out)
+{
+    std::unique_ptr<gpurdma_context> ctx(new gpurdma_context(c));
+    std::vector<std::string> devices;
+    bool exclude = false;
+    if (ctx->net_devices != "none" && !gpurdma::topo::parse_device_list(ctx->net_devices, &devices, &exclude))
+        return gpurdma::Status::error(GPURDMA_ERR_INVALID, "net_devices '" + ctx->net_devices +
+                                                               "' is not a list like mlx5_0:1,mlx5_1:1 or ^mlx5_2");
+    ctx->choose_rail();
+    ctx->host = gpurdma::topo::this_host();
+    std::string warning;
+    const gpurdma_config_t &cfg = ctx->config;
+    ctx->node = gpurdma::topo::logical_node(ctx->host, ctx->logical_nodes, cfg.local_rank, cfg.local_processes,
+                                            &warning);
+    // One process per host says it (every process would reach the same verdict).
+    if (!warning.empty() && cfg.local_rank <= 0) ctx->log.log(0, "%s", warning.c_str());
+    ctx->host_cpus = gpurdma::topo::host_cpu_budget();
+    ctx->cgroup = gpurdma::topo::own_cgroup();
+    gpurdma::plan::PlanParams &plan = ctx->plan;
+    plan.chunk_size = cfg.chunk_size;
+    plan.small_msg_max = cfg.small_msg_max;
+    plan.node_chunk = cfg.node_chunk_size;
+    plan.model.net = {cfg.net_alpha_us, cfg.net_gbps};
+    plan.model.shm = {cfg.shm_alpha_us, cfg.shm_gbps};
+    plan.model.reduce_gbps = cfg.reduce_gbps;
+    if (!gpurdma::plan::parse_algorithm(ctx->algorithm_text, &plan.algorithm))
+        return gpurdma::Status::error(GPURDMA_ERR_INVALID, "unknown algorithm '" + ctx->algorithm_text + "'");
+    *out = std::move(ctx);
+    return gpurdma::Status::ok();
+}
+
+void gpurdma_context::choose_rail()
+{
+    // "none": leave UCX_NET_DEVICES to the user/UCX. Otherwise the nearest allowed RDMA
+    // NIC by hwloc's PCI tree; without one (Ethernet only) UCX decides.
+    if (net_devices == "none") return;
+    std::vector<std::string> devices;
+    bool exclude = false;
+    gpurdma::topo::parse_device_list(net_devices, &devices, &exclude);
+    std::string why;
+    rail_device = gpurdma::topo::choose_rail_device(gpurdma::topo::local_nics(&why), devices, exclude);
+    // A list that names devices but matches none here is most likely a typo: say so
+    // once, and let UCX choose rather than fail.
+    if (!devices.empty() && !exclude && rail_device.empty())
+        log.log(0, "coll_gpurdma_net_devices '%s' names no RDMA device of this host%s; UCX chooses the rail",
+                net_devices.c_str(), why.empty() ? "" : (" (" + why + ")").c_str());
+}
+
+gpurdma::transport::UcxContext *gpurdma_context::transport(std::string *why)
+{
+    if (!ucx && ucx_failure.empty()) {
+        gpurdma::transport::UcxIbSettings ib;
+        ib.gid_index = config.ib_gid_index;
+        ib.tc = config.ib_tc;
+        ib.sl = config.ib_sl;
+        const gpurdma::Status started = gpurdma::transport::UcxContext::create(ucx_tls, rail_device, ib, &ucx);
+        if (!started.is_ok()) ucx_failure = "cannot start UCX: " + started.message();
+    }
+    if (!ucx) *why = ucx_failure;
+    return ucx.get();
+}
+
+gpurdma::algo::HostSetup gpurdma_context::host_setup()
+{
+    gpurdma::algo::HostSetup s;
+    s.log = &log;
+    s.config = &config;
+    s.plan = plan;
+    s.host = host;
+    s.node = node;
+    s.rail_device = rail_device;
+    s.cgroup = cgroup;
+    s.host_cpus = host_cpus;
+    s.ucx = [this](std::string *why) { return transport(why); };
+    s.write_agreed = [this](gpurdma::wire::Writer &w) { gpurdma::params::write_agreed(w, config); };
+    s.compare_agreed = [this](gpurdma::wire::Reader &r, std::string *differing) {
+        return gpurdma::params::compare_agreed(r, config, differing);
+    };
+    return s;
+}

@@ -1,0 +1,27 @@
+// The allreduce algorithms as an enum, and their names in one table: how messages
+// print each, the spellings coll_gpurdma_algorithm accepts, and a line of help (the
+// shim's MCA enum for the parameter is built from the same table).
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+namespace gpurdma::plan {
+
+enum class Algorithm { Auto, Ring, RecursiveDoubling, Hierarchical, Node };
+
+struct AlgorithmInfo {
+    Algorithm algorithm;
+    const char *name;          // how messages print it: "recursive-doubling"
+    const char *spellings[2];  // what the parameter accepts (nullptr: no second one)
+    const char *help;
+};
+
+// Every algorithm once, in enum order; *count gets how many.
+const AlgorithmInfo *algorithm_table(size_t *count);
+
+// Any spelling of the table ("" is auto). False if the text names no algorithm.
+bool parse_algorithm(const std::string &text, Algorithm *out);
+const char *algorithm_name(Algorithm algorithm);
+
+}  // namespace gpurdma::plan
