@@ -12,7 +12,8 @@
 
 #include "core/context.h"
 #include "gpurdma/gpurdma.h"
-#include "mem/cuda_driver.h"
+#include "gpu/device_allreduce.h"
+#include "gpu/host_staging.h"
 #include "plan/schedule.h"
 #include "topo/placement.h"
 #include "topo/topology.h"
@@ -21,10 +22,6 @@
 #include "transport/shm_channels.h"
 #include "transport/shm_segment.h"
 #include "transport/ucx_channels.h"
-
-namespace gpurdma::core {
-class DeviceAllreduce;
-}
 
 struct gpurdma_comm {
     gpurdma_comm(gpurdma_context *context, const gpurdma_comm_params_t &params);
@@ -44,9 +41,6 @@ struct gpurdma_comm {
 private:
     enum class SetupState { NotYet, Ready, Declined };
 
-    gpurdma_status_t staged_allreduce(const void *sendbuf, void *recvbuf, size_t count, gpurdma_dtype_t dtype,
-                                      gpurdma_op_t op, const gpurdma::mem::PointerInfo &sinfo,
-                                      const gpurdma::mem::PointerInfo &rinfo);
     gpurdma_status_t ensure_setup();
     // Measures the cost model's links by ping-pong (rank 0 with a rank on another node
     // and one on its own) and gives every rank rank 0's numbers. Returns "" or why not.
@@ -100,11 +94,8 @@ private:
     uint64_t next_block_ = 0;  // sequence number of the next arena block
     std::vector<uint64_t> consumed_seen_;  // node ranks' Consumed counters as last read
     bool oversubscribed_ = false; // this host's ranks cannot each keep a CPU: yield when idle
-    std::vector<char> stage_send_;  // host copies of GPU buffers (kept between calls)
-    std::vector<char> stage_recv_;
-    // GPU buffers: the device path, or staging when it declines (core/device_allreduce.cpp).
-    gpurdma_status_t device_allreduce(const void *sendbuf, void *recvbuf, size_t count, gpurdma_dtype_t dtype,
-                                      gpurdma_op_t op, const gpurdma::mem::PointerInfo &sinfo,
-                                      const gpurdma::mem::PointerInfo &rinfo);
-    std::shared_ptr<gpurdma::core::DeviceAllreduce> device_;  // last: released first
+    // GPU buffers: the device path, or staging through host memory when it declines.
+    gpurdma_status_t device_allreduce(const gpurdma::algo::Call &call);
+    gpurdma::gpu::HostStaging staging_;
+    std::unique_ptr<gpurdma::gpu::DeviceAllreduce> device_;  // last: released first
 };
