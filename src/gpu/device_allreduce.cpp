@@ -204,7 +204,8 @@ bool DeviceAllreduce::peers_reached(std::atomic<uint64_t> ControlSlot::*word)
         const uint64_t v = (team_->slot(peer_).*word).load(std::memory_order_acquire);
         if (v == (seq_ | kFail)) {
             failure_ = "device allreduce: " + team_->describe(peer_) + " failed in " + stage_name();
-            if (step_ == Step::Reduced) team_->slot(setup_.rank).gathered.store(seq_ | kFail, std::memory_order_release);
+            if (step_ == Step::Reduced)  // this rank will not reach the allgather either
+                team_->slot(setup_.rank).gathered.store(seq_ | kFail, std::memory_order_release);
             step_ = Step::Failed;
             return false;
         }

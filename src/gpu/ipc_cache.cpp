@@ -7,7 +7,8 @@ IpcCache::Ops IpcCache::cuda_ops(CUcontext ctx)
     Ops ops;
     ops.open = [ctx](const CUipcMemHandle &h, uintptr_t *base) {
         const auto &d = CudaDriver::instance();
-        if (!d.api().ipc_open_mem_handle) return Status::error(GPURDMA_ERR_TRANSPORT, "CUDA driver lacks cuIpcOpenMemHandle");
+        if (!d.api().ipc_open_mem_handle)
+            return Status::error(GPURDMA_ERR_TRANSPORT, "CUDA driver lacks cuIpcOpenMemHandle");
         ContextScope scope(ctx);
         CUdeviceptr p = 0;
         const int rc = d.api().ipc_open_mem_handle(&p, h, kIpcLazyEnablePeerAccess);

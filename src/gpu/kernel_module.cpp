@@ -33,7 +33,8 @@ Status ReduceKernels::load(CUcontext ctx, std::unique_ptr<ReduceKernels> *kernel
     if (rc != 0 || sms <= 0) return cannot_load(d.error_text("cuDeviceGetAttribute(multiprocessor count)", rc));
     CUmodule module = nullptr;
     rc = a.module_load_data(&module, image.data);
-    if (rc != 0) return cannot_load(d.error_text("cuModuleLoadData (embedded sm_80/sm_90/sm_100 + compute_90 fatbin)", rc));
+    if (rc != 0)
+        return cannot_load(d.error_text("cuModuleLoadData (embedded sm_80/sm_90/sm_100 + compute_90 fatbin)", rc));
     kernels->reset(new ReduceKernels(ctx, module, sms));
     return Status::ok();
 }
@@ -47,8 +48,8 @@ ReduceKernels::~ReduceKernels()
 Status ReduceKernels::function(gpurdma_op_t op, gpurdma_dtype_t dtype, CUfunction *f)
 {
     if (!reduce::device::device_supported(op, dtype))
-        return Status::error(GPURDMA_ERR_TRANSPORT,
-                             std::string("no device kernel for ") + gpurdma_op_name(op) + " on " + gpurdma_dtype_name(dtype));
+        return Status::error(GPURDMA_ERR_TRANSPORT, std::string("no device kernel for ") + gpurdma_op_name(op) +
+                                                        " on " + gpurdma_dtype_name(dtype));
     CUfunction &cached = functions_[static_cast<size_t>(op) * GPURDMA_DTYPE_COUNT + dtype];
     if (!cached) {
         char name[32];
