@@ -7,7 +7,7 @@
 #include "core/comm.h"
 #include "core/context.h"
 #include "gpurdma/gpurdma.h"
-#include "mem/cuda_driver.h"
+#include "gpu/cuda_driver.h"
 
 extern "C" {
 
@@ -22,7 +22,7 @@ gpurdma_status_t gpurdma_context_create(const gpurdma_config_t *config, gpurdma_
         !(config->net_alpha_us >= 0) || !(config->shm_alpha_us >= 0))
         return GPURDMA_ERR_INVALID;
     gpurdma::Logger log(config->log, config->verbose);
-    if (!config->cuda) gpurdma::mem::CudaDriver::disable();
+    if (!config->cuda) gpurdma::gpu::CudaDriver::disable();
     try {
         std::unique_ptr<gpurdma_context> context;
         const gpurdma::Status st = gpurdma_context::create(*config, &context);
@@ -88,19 +88,18 @@ gpurdma_status_t gpurdma_allreduce(gpurdma_comm_t *comm, const void *sendbuf, vo
 
 int gpurdma_is_device_memory(const void *ptr)
 {
-    return gpurdma::mem::CudaDriver::instance().query(ptr).kind == gpurdma::mem::MemoryKind::Device;
+    return gpurdma::gpu::CudaDriver::instance().query(ptr).kind == gpurdma::gpu::MemoryKind::Device;
 }
 
 gpurdma_status_t gpurdma_memcpy(void *dst, const void *src, size_t bytes)
 {
-    const auto &cuda = gpurdma::mem::CudaDriver::instance();
+    const auto &cuda = gpurdma::gpu::CudaDriver::instance();
     const auto d = cuda.query(dst), s = cuda.query(src);
-    if (d.kind != gpurdma::mem::MemoryKind::Device && s.kind != gpurdma::mem::MemoryKind::Device) {
+    if (d.kind != gpurdma::gpu::MemoryKind::Device && s.kind != gpurdma::gpu::MemoryKind::Device) {
         std::memmove(dst, src, bytes);
         return GPURDMA_OK;
     }
-    std::string error;
-    return cuda.copy(dst, src, bytes, d.context ? d.context : s.context, &error) ? GPURDMA_OK : GPURDMA_ERR_TRANSPORT;
+    return cuda.copy(dst, src, bytes, d.context ? d.context : s.context).is_ok() ? GPURDMA_OK : GPURDMA_ERR_TRANSPORT;
 }
 
 const char *gpurdma_comm_last_error(const gpurdma_comm_t *comm)

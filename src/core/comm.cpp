@@ -15,7 +15,8 @@ gpurdma_comm::gpurdma_comm(gpurdma_context *ctx, const gpurdma_comm_params_t &pa
       rank(params.rank),
       size(params.size),
       bootstrap(params.bootstrap),
-      name(params.name ? params.name : "communicator")
+      name(params.name ? params.name : "communicator"),
+      staging_(name)
 {
 }
 
@@ -100,40 +101,47 @@ Status gpurdma_comm::host_allreduce(const gpurdma::algo::Call &call)
     return Status::ok();
 }
 
-// GPU buffers through host memory: copy in, the host path, copy out. The staging
-// buffers are kept, so repeated calls allocate nothing.
-gpurdma_status_t gpurdma_comm::staged_allreduce(const void *sendbuf, void *recvbuf, size_t count,
-                                                gpurdma_dtype_t dtype, gpurdma_op_t op,
-                                                const gpurdma::mem::PointerInfo &sinfo,
-                                                const gpurdma::mem::PointerInfo &rinfo)
+// GPU buffers: the device allreduce under the same progress loop as every other
+// algorithm, or, where it is unsupported or declined (the same on every rank),
+// staging through host memory and the host path.
+gpurdma_status_t gpurdma_comm::device_allreduce(const gpurdma::algo::Call &call)
 {
-    using gpurdma::mem::MemoryKind;
-    const auto &cuda = gpurdma::mem::CudaDriver::instance();
-    const size_t bytes = count * gpurdma::reduce::dtype_size(dtype);
-    const bool in_place = sendbuf == nullptr || sendbuf == recvbuf;
-    if (stage_recv_.size() < bytes) stage_recv_.resize(bytes);
-    std::string error;
-    const void *host_send = nullptr;
-    if (in_place) {
-        if (!cuda.copy(stage_recv_.data(), recvbuf, bytes, rinfo.context, &error))
-            return fail(GPURDMA_ERR_TRANSPORT, name + ": staging the GPU buffer to host: " + error);
-    } else if (sinfo.kind == MemoryKind::Device) {
-        if (stage_send_.size() < bytes) stage_send_.resize(bytes);
-        if (!cuda.copy(stage_send_.data(), sendbuf, bytes, sinfo.context, &error))
-            return fail(GPURDMA_ERR_TRANSPORT, name + ": staging the GPU send buffer to host: " + error);
-        host_send = stage_send_.data();
-    } else {
-        host_send = sendbuf;
+    if (!device_) {
+        gpurdma::gpu::DeviceSetup setup;
+        setup.rank = rank;
+        setup.size = size;
+        setup.name = name;
+        setup.host = context->host;
+        setup.bootstrap = bootstrap;
+        setup.log = &context->log;
+        setup.config = &context->config;
+        setup.rail_device = context->rail_device;
+        setup.ucx = [ctx = context](std::string *why) { return ctx->transport(why); };
+        device_ = std::make_unique<gpurdma::gpu::DeviceAllreduce>(std::move(setup));
     }
-    const gpurdma_status_t st = allreduce(in_place ? nullptr : host_send, stage_recv_.data(), count, dtype, op);
-    if (st != GPURDMA_OK) return st;
-    if (rinfo.kind == MemoryKind::Device) {
-        if (!cuda.copy(recvbuf, stage_recv_.data(), bytes, rinfo.context, &error))
-            return fail(GPURDMA_ERR_TRANSPORT, name + ": copying the result to the GPU: " + error);
-    } else {
-        std::memcpy(recvbuf, stage_recv_.data(), bytes);
+    Status st = device_->start(call);
+    if (st.is_ok()) {
+        // The host's wait policy once the host path has decided it; before, the spin budget alone.
+        gpurdma::exec::WaitPolicy policy{false, context->config.spin_us, context->config.timeout_s};
+        if (team_) policy = team_->loop().policy();
+        const gpurdma::exec::ProgressLoop loop(policy, {name, rank, context->host});
+        st = loop.run(*device_);
+        if (st.is_ok()) {
+            device_->finish();
+            tally(&gpurdma_comm_stats_t::calls);
+            tally(device_->counter());
+            return GPURDMA_OK;
+        }
+        if (!st.is_unsupported()) device_->abandon();  // peers stop waiting for this rank
     }
-    return GPURDMA_OK;
+    if (!st.is_unsupported()) return fail(st.code(), st.message());
+    gpurdma_status_t host_status = GPURDMA_OK;  // the host path records its own failures
+    st = staging_.run(call, [&](const gpurdma::algo::Call &host) {
+        host_status = allreduce(host.sendbuf, host.recvbuf, host.count, host.dtype, host.op);
+        return host_status == GPURDMA_OK ? Status::ok() : Status::error(host_status, last_error);
+    });
+    if (st.is_ok()) return GPURDMA_OK;
+    return host_status != GPURDMA_OK ? host_status : fail(st.code(), st.message());
 }
 
 gpurdma_status_t gpurdma_comm::allreduce(const void *sendbuf, void *recvbuf, size_t count,
@@ -145,24 +153,13 @@ gpurdma_status_t gpurdma_comm::allreduce(const void *sendbuf, void *recvbuf, siz
     if (count == 0) return GPURDMA_OK;
     // GPU buffers arrive as raw pointers from a non-CUDA-aware Open MPI: recognise them
     // before anything touches them from the CPU.
-    const auto &cuda = gpurdma::mem::CudaDriver::instance();
-    if (cuda.available()) {
-        const auto rinfo = cuda.query(recvbuf);
-        const auto sinfo = in_place ? rinfo : cuda.query(sendbuf);
-        if (rinfo.kind == gpurdma::mem::MemoryKind::Device || sinfo.kind == gpurdma::mem::MemoryKind::Device)
-            return device_allreduce(sendbuf, recvbuf, count, dtype, op, sinfo, rinfo);
-    }
+    const gpurdma::algo::Call call{in_place ? nullptr : sendbuf, recvbuf, count, dtype, op};
+    if (gpurdma::gpu::touches_device_memory(call)) return device_allreduce(call);
     if (size == 1) {
         if (!in_place) std::memcpy(recvbuf, sendbuf, count * gpurdma::reduce::dtype_size(dtype));
         tally(&gpurdma_comm_stats_t::calls);
         return GPURDMA_OK;
     }
-    gpurdma::algo::Call call;
-    call.sendbuf = in_place ? nullptr : sendbuf;
-    call.recvbuf = recvbuf;
-    call.count = count;
-    call.dtype = dtype;
-    call.op = op;
     const Status st = host_allreduce(call);
     if (st.is_ok()) return GPURDMA_OK;
     // A set-up that declined hands the call on, the communicator intact.

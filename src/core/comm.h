@@ -13,14 +13,12 @@
 #include "base/status.h"
 #include "core/context.h"
 #include "gpurdma/gpurdma.h"
-#include "mem/cuda_driver.h"
+#include "gpu/device_allreduce.h"
+#include "gpu/host_staging.h"
 
 namespace gpurdma::algo {
 class HostTeam;
 class Selector;
-}
-namespace gpurdma::core {
-class DeviceAllreduce;
 }
 
 struct gpurdma_comm {
@@ -43,9 +41,6 @@ private:
     gpurdma::Status host_allreduce(const gpurdma::algo::Call &call);
     // The host team on first use; unsupported (now and for every later call) if it declined.
     gpurdma::Status ensure_host_team();
-    gpurdma_status_t staged_allreduce(const void *sendbuf, void *recvbuf, size_t count, gpurdma_dtype_t dtype,
-                                      gpurdma_op_t op, const gpurdma::mem::PointerInfo &sinfo,
-                                      const gpurdma::mem::PointerInfo &rinfo);
     // The communicator breaks: every later call answers GPURDMA_ERR_BROKEN.
     gpurdma_status_t fail(gpurdma_status_t status, const std::string &message);
     // Adds n to a counter of this communicator and to the process totals.
@@ -55,11 +50,8 @@ private:
     bool broken_ = false;
     std::unique_ptr<gpurdma::algo::HostTeam> team_;
     std::unique_ptr<gpurdma::algo::Selector> selector_;  // released before the team it uses
-    std::vector<char> stage_send_;  // host copies of GPU buffers (kept between calls)
-    std::vector<char> stage_recv_;
-    // GPU buffers: the device path, or staging when it declines (core/device_allreduce.cpp).
-    gpurdma_status_t device_allreduce(const void *sendbuf, void *recvbuf, size_t count, gpurdma_dtype_t dtype,
-                                      gpurdma_op_t op, const gpurdma::mem::PointerInfo &sinfo,
-                                      const gpurdma::mem::PointerInfo &rinfo);
-    std::shared_ptr<gpurdma::core::DeviceAllreduce> device_;  // last: released first
+    // GPU buffers: the device allreduce, or host staging where it declines (the same on every rank).
+    gpurdma_status_t device_allreduce(const gpurdma::algo::Call &call);
+    gpurdma::gpu::HostStaging staging_;  // host copies of GPU buffers, kept between calls
+    std::unique_ptr<gpurdma::gpu::DeviceAllreduce> device_;  // last: released first
 };

@@ -4,7 +4,9 @@
 // IPC handle names the exporter's pid and fd, opened through /proc; a kernel launch
 // folds the sources with the host reduction in rank order, as the real kernel does;
 // cuModuleLoadData checks the embedded image is a fatbin and cuModuleGetFunction that
-// the kernel's name is in it. It proves the protocol, not the CUDA kernels.
+// the kernel's name is in it; work on a stream is done at once, but cuStreamQuery says
+// "not ready" once after each launch or copy, so the callers' polling runs too. It
+// proves the protocol, not the CUDA kernels.
 // Build: g++ -shared -fPIC -Wl,-Bsymbolic -I include -I src fake_cuda.cpp src/reduce/reduce_host.cpp
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -46,6 +48,7 @@ unsigned long long g_next_id = 1;
 const unsigned char *g_image = nullptr;
 size_t g_image_size = 0;
 void *const kContext = reinterpret_cast<void *>(0xc0de);
+std::atomic<bool> g_stream_busy{false};  // work enqueued since the last cuStreamQuery
 
 Alloc *find(uintptr_t p)
 {
@@ -132,12 +135,21 @@ int cuMemcpy(unsigned long long d, unsigned long long s, size_t n)
     std::memmove(reinterpret_cast<void *>(d), reinterpret_cast<const void *>(s), n);
     return 0;
 }
-int cuMemcpyDtoDAsync_v2(unsigned long long d, unsigned long long s, size_t n, void *) { return cuMemcpy(d, s, n); }
-int cuMemcpyAsync(unsigned long long d, unsigned long long s, size_t n, void *) { return cuMemcpy(d, s, n); }
+int cuMemcpyDtoDAsync_v2(unsigned long long d, unsigned long long s, size_t n, void *)
+{
+    g_stream_busy = true;
+    return cuMemcpy(d, s, n);
+}
+int cuMemcpyAsync(unsigned long long d, unsigned long long s, size_t n, void *)
+{
+    g_stream_busy = true;
+    return cuMemcpy(d, s, n);
+}
 
 int cuStreamCreate(void **s, unsigned) { *s = reinterpret_cast<void *>(0x5); return 0; }
 int cuStreamDestroy_v2(void *) { return 0; }
-int cuStreamSynchronize(void *) { return 0; }
+int cuStreamSynchronize(void *) { g_stream_busy = false; return 0; }
+int cuStreamQuery(void *) { return g_stream_busy.exchange(false) ? 600 : 0; }  // 600: CUDA_ERROR_NOT_READY
 
 int cuIpcGetMemHandle(void *h, unsigned long long p)
 {
@@ -209,6 +221,7 @@ int cuModuleGetFunction(void **f, void *, const char *name)
 int cuLaunchKernel(void *f, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, void *,
                    void **params, void **)
 {
+    g_stream_busy = true;
     const auto *fn = static_cast<const Function *>(f);
     const auto &a = *static_cast<const gpurdma::reduce::device::ReduceArgs *>(params[0]);
     const size_t bytes = a.count * gpurdma_dtype_size(fn->dtype);

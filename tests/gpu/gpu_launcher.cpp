@@ -1,5 +1,5 @@
-// Drives the gpurdma core without MPI: N forked processes, a bootstrap allgather
-// over a shared anonymous mapping, and allreduce checks against a host reference.
+// Drives the gpurdma core without MPI: N forked processes with the MPI-free bootstrap
+// of tests/support/fork_ranks.h, and allreduce checks against a host reference.
 //
 //   gpu_launcher --mode host   [--np 2,4] [--max-bytes N] [--verbose V]
 //   gpu_launcher --mode device [--np 2,4] [--max-bytes N] [--expect-device] [--bench]
@@ -11,33 +11,29 @@
 // size up to --max-bytes, in place and not, and with --bench prints bus bandwidth
 // beside the device's own copy bandwidth. Exit status 0 only if every check passed.
 #include <sched.h>
-#include <signal.h>
-#include <sys/mman.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cstdarg>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <new>
 #include <string>
-#include <thread>
 #include <vector>
 
+#include "gpu/cuda_driver.h"
 #include "gpurdma/gpurdma.h"
-#include "mem/cuda_driver.h"
-#include "reduce/reduce_device.h"
+#include "reference.h"
+#include "support/fork_ranks.h"
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
-using gpurdma::mem::CudaDriver;
-using gpurdma::mem::CUdeviceptr;
+using gpurdma::gpu::CudaDriver;
+using gpurdma::gpu::CUdeviceptr;
+using namespace gpurdma::launcher;  // fill, same, digest: the host reference
 
 struct Options {
     bool probe = false;
@@ -51,163 +47,12 @@ struct Options {
     int fake_hosts = 0;  // >0: ranks split over that many host names (own UTS namespaces; root)
 };
 
-// ---- bootstrap: an allgather over shared memory between forked processes
-
-constexpr size_t kSlotBytes = 256 * 1024;
-
-struct Shared {
-    std::atomic<uint32_t> arrived;
-    std::atomic<uint32_t> generation;
-    std::atomic<uint32_t> failed;
-    char data[1];  // nprocs * kSlotBytes
-};
-
-struct Boot {
-    Shared *shared;
-    int rank;
-    int size;
-};
-
-bool barrier(Boot *b)
-{
-    Shared *s = b->shared;
-    const uint32_t gen = s->generation.load(std::memory_order_acquire);
-    if (s->arrived.fetch_add(1, std::memory_order_acq_rel) + 1 == uint32_t(b->size)) {
-        s->arrived.store(0, std::memory_order_relaxed);
-        s->generation.fetch_add(1, std::memory_order_acq_rel);
-        return true;
-    }
-    while (s->generation.load(std::memory_order_acquire) == gen) {
-        if (s->failed.load()) return false;  // a peer died: do not wait forever
-        std::this_thread::yield();
-    }
-    return true;
-}
-
-int boot_allgather(const void *send, void *recv, size_t bytes, void *arg)
-{
-    auto *b = static_cast<Boot *>(arg);
-    if (bytes > kSlotBytes) return -1;
-    std::memcpy(b->shared->data + size_t(b->rank) * kSlotBytes, send, bytes);
-    if (!barrier(b)) return -1;
-    for (int r = 0; r < b->size; ++r)
-        std::memcpy(static_cast<char *>(recv) + size_t(r) * bytes, b->shared->data + size_t(r) * kSlotBytes, bytes);
-    return barrier(b) ? 0 : -1;
-}
-
-// ---- inputs whose reduction is exact in any order (so a host reference is exact)
-
-uint64_t mix(uint64_t x)
-{
-    x ^= x >> 33;
-    x *= 0xff51afd7ed558ccdULL;
-    x ^= x >> 33;
-    x *= 0xc4ceb9fe1a85ec53ULL;
-    return x ^ (x >> 33);
-}
-
-template <typename T> void small_int(void *p, uint64_t h) { T v = T(int(h % 17) - 8); std::memcpy(p, &v, sizeof v); }
-template <typename T> void pair(void *p, uint64_t h)
-{
-    struct { T v; int i; } x{};
-    x.v = T(int(h % 5));
-    x.i = int((h >> 8) % 4);
-    std::memcpy(p, &x, sizeof x);
-}
-
-void fill(gpurdma_dtype_t d, int rank, uint64_t seed, char *buf, size_t count)
-{
-    const size_t es = gpurdma_dtype_size(d);
-    for (size_t i = 0; i < count; ++i) {
-        const uint64_t h = mix(seed * 1000003 + uint64_t(rank) * 7919 + i);
-        char *p = buf + i * es;
-        std::memset(p, 0, es);
-        switch (d) {
-            case GPURDMA_FLOAT: small_int<float>(p, h); break;
-            // Small integers, not random bits: a device computes one canonical NaN.
-            case GPURDMA_FLOAT16: small_int<_Float16>(p, h); break;
-            case GPURDMA_DOUBLE: small_int<double>(p, h); break;
-            case GPURDMA_LONG_DOUBLE: small_int<long double>(p, h); break;
-            case GPURDMA_FLOAT_COMPLEX: small_int<float>(p, h); small_int<float>(p + 4, h >> 16); break;
-            case GPURDMA_DOUBLE_COMPLEX: small_int<double>(p, h); small_int<double>(p + 8, h >> 16); break;
-            case GPURDMA_LONG_DOUBLE_COMPLEX:
-                small_int<long double>(p, h);
-                small_int<long double>(p + 16, h >> 16);
-                break;
-            case GPURDMA_FLOAT_INT: pair<float>(p, h); break;
-            case GPURDMA_DOUBLE_INT: pair<double>(p, h); break;
-            case GPURDMA_LONG_INT: pair<long>(p, h); break;
-            case GPURDMA_2INT: pair<int>(p, h); break;
-            case GPURDMA_SHORT_INT: pair<short>(p, h); break;
-            case GPURDMA_LONG_DOUBLE_INT: pair<long double>(p, h); break;
-            case GPURDMA_BOOL: p[0] = char(h % 3); break;  // 2 is true too
-            default: std::memcpy(p, &h, es); break;        // integers, byte: any bits
-        }
-    }
-}
-
-// Against the host reference: integers, bools, bytes and pairs bit for bit;
-// floating point by value, because the reference folds in rank order while the host
-// algorithms between nodes group differently, and a complex product's zero may then
-// come out as -0 instead of +0 (the inputs are small integers, so nothing else can
-// differ). Identity across ranks is checked separately, bit for bit.
-template <typename T>
-bool same_values(const char *a, const char *b, size_t n)
-{
-    for (size_t k = 0; k < n; ++k) {
-        T x, y;
-        std::memcpy(&x, a + k * sizeof(T), sizeof(T));
-        std::memcpy(&y, b + k * sizeof(T), sizeof(T));
-        if (!(x == y)) return false;
-    }
-    return true;
-}
-
-bool same(gpurdma_dtype_t d, const char *a, const char *b, size_t es)
-{
-    switch (d) {
-        case GPURDMA_FLOAT: return same_values<float>(a, b, 1);
-        case GPURDMA_FLOAT16: return same_values<_Float16>(a, b, 1);
-        case GPURDMA_DOUBLE: return same_values<double>(a, b, 1);
-        case GPURDMA_LONG_DOUBLE: return same_values<long double>(a, b, 1);
-        case GPURDMA_FLOAT_COMPLEX: return same_values<float>(a, b, 2);
-        case GPURDMA_DOUBLE_COMPLEX: return same_values<double>(a, b, 2);
-        case GPURDMA_LONG_DOUBLE_COMPLEX: return same_values<long double>(a, b, 2);
-        case GPURDMA_LONG_DOUBLE_INT:
-            return same_values<long double>(a, b, 1) && std::memcmp(a + 16, b + 16, sizeof(int)) == 0;
-        default: return gpurdma::reduce::device::same_element(d, a, b, es);
-    }
-}
-
-// FNV-1a of a result, over the bytes that carry values (no padding), for the check
-// that every rank holds the same bits.
-uint64_t digest(gpurdma_dtype_t d, const char *p, size_t count)
-{
-    const size_t es = gpurdma_dtype_size(d);
-    size_t value = es, index = 0;  // bytes [0, value) and [index, index + 4) when index > 0
-    switch (d) {
-        case GPURDMA_LONG_DOUBLE: case GPURDMA_LONG_DOUBLE_COMPLEX: value = 10; break;  // 2nd part of complex skipped
-        case GPURDMA_LONG_DOUBLE_INT: value = 10; index = 16; break;
-        case GPURDMA_SHORT_INT: value = 2; index = 4; break;
-        case GPURDMA_DOUBLE_INT: case GPURDMA_LONG_INT: value = 8; index = 8; break;
-        default: break;
-    }
-    uint64_t h = 1469598103934665603ULL;
-    auto eat = [&h](const char *q, size_t n) {
-        for (size_t k = 0; k < n; ++k) h = (h ^ static_cast<unsigned char>(q[k])) * 1099511628211ULL;
-    };
-    for (size_t i = 0; i < count; ++i) {
-        eat(p + i * es, value);
-        if (index) eat(p + i * es + index, sizeof(int));
-    }
-    return h;
-}
-
 // ---- one rank
 
 struct Rank {
     Options opt;
-    Boot boot;
+    int rank = 0, size = 1;
+    gpurdma_bootstrap_t boot{};
     gpurdma_comm_t *comm = nullptr;
     int checks = 0, failures = 0;
     CUdeviceptr dsend = 0, drecv = 0;
@@ -240,9 +85,9 @@ struct Rank {
     {
         const size_t es = gpurdma_dtype_size(d), bytes = count * es;
         std::vector<char> mine(bytes), want(bytes), tmp(bytes), got(bytes);
-        fill(d, boot.rank, seed, mine.data(), count);
+        fill(d, rank, seed, mine.data(), count);
         fill(d, 0, seed, want.data(), count);
-        for (int r = 1; r < boot.size; ++r) {  // lower rank first, as the component promises
+        for (int r = 1; r < size; ++r) {  // lower rank first, as the component promises
             fill(d, r, seed, tmp.data(), count);
             gpurdma_reduce_local(op, d, want.data(), want.data(), tmp.data(), count);
         }
@@ -271,16 +116,24 @@ struct Rank {
                 problem = "element " + std::to_string(i) + " differs from the host reference";
         // Every rank takes part in the digest exchange, whatever happened above.
         const uint64_t h = digest(d, got.data(), count);
-        std::vector<uint64_t> all(size_t(boot.size));
-        if (boot_allgather(&h, all.data(), sizeof h, &boot) != 0) problem = "bootstrap allgather failed";
-        for (int r = 0; r < boot.size && problem.empty(); ++r)
+        std::vector<uint64_t> all(static_cast<size_t>(size));
+        if (boot.allgather(&h, all.data(), sizeof h, boot.arg) != 0) problem = "bootstrap allgather failed";
+        for (int r = 0; r < size && problem.empty(); ++r)
             if (all[size_t(r)] != h) problem = "result differs from rank " + std::to_string(r) + "'s";
         ++checks;
         if (!problem.empty()) {
             ++failures;
-            say("FAIL rank %d: %s %s x %zu (%s%s): %s\n", boot.rank, gpurdma_op_name(op), gpurdma_dtype_name(d),
+            say("FAIL rank %d: %s %s x %zu (%s%s): %s\n", rank, gpurdma_op_name(op), gpurdma_dtype_name(d),
                 count, where.c_str(), how, problem.c_str());
         }
+    }
+
+    // Every rank here (a bootstrap allgather is a barrier).
+    void barrier()
+    {
+        std::vector<char> all(static_cast<size_t>(size));
+        const char mine = 0;
+        boot.allgather(&mine, all.data(), 1, boot.arg);
     }
 
     double time_allreduce(size_t bytes, int iters)
@@ -299,10 +152,10 @@ struct Rank {
             r = hr.data();
         }
         gpurdma_allreduce(comm, s, r, count, GPURDMA_FLOAT, GPURDMA_SUM);  // warm-up
-        barrier(&boot);
+        barrier();
         const auto t0 = Clock::now();
         for (int i = 0; i < iters; ++i) gpurdma_allreduce(comm, s, r, count, GPURDMA_FLOAT, GPURDMA_SUM);
-        barrier(&boot);
+        barrier();
         return std::chrono::duration<double>(Clock::now() - t0).count() / iters;
     }
 
@@ -316,8 +169,8 @@ struct Rank {
         }
         const auto &api = CudaDriver::instance().api();
         ensure_device(bytes);
-        gpurdma::mem::CUstream st = nullptr;
-        api.stream_create(&st, gpurdma::mem::kStreamNonBlocking);
+        gpurdma::gpu::CUstream st = nullptr;
+        api.stream_create(&st, gpurdma::gpu::kStreamNonBlocking);
         api.memcpy_dtod_async(drecv, dsend, bytes, st);
         api.stream_synchronize(st);
         const auto t0 = Clock::now();
@@ -330,33 +183,33 @@ struct Rank {
 
     int run()
     {
-        gpurdma::mem::CUcontext cu_ctx = nullptr;
-        gpurdma::mem::CUdevice dev = 0;
+        gpurdma::gpu::CUcontext cu_ctx = nullptr;
+        gpurdma::gpu::CUdevice dev = 0;
         if (opt.device) {
             const auto &drv = CudaDriver::instance();
             if (!drv.available()) {
-                say("FAIL rank %d: %s\n", boot.rank, drv.why_unavailable().c_str());
+                say("FAIL rank %d: %s\n", rank, drv.why_unavailable().c_str());
                 return 1;
             }
             const auto &api = drv.api();
             if (api.device_get(&dev, 0) != 0 || api.primary_ctx_retain(&cu_ctx, dev) != 0 ||
                 api.ctx_set_current(cu_ctx) != 0) {
-                say("FAIL rank %d: cannot make GPU 0's primary context current\n", boot.rank);
+                say("FAIL rank %d: cannot make GPU 0's primary context current\n", rank);
                 return 1;
             }
         }
         gpurdma_config_t cfg;
         gpurdma_config_default(&cfg);
-        cfg.verbose = boot.rank == 0 ? opt.verbose : 0;
+        cfg.verbose = rank == 0 ? opt.verbose : 0;
         cfg.timeout_s = 60;
         gpurdma_context_t *ctx = nullptr;
         gpurdma_comm_params_t params{};
-        params.rank = boot.rank;
-        params.size = boot.size;
-        params.bootstrap = {boot_allgather, &boot};
+        params.rank = rank;
+        params.size = size;
+        params.bootstrap = boot;
         params.name = "launcher";
         if (gpurdma_context_create(&cfg, &ctx) != GPURDMA_OK || gpurdma_comm_create(ctx, &params, &comm) != GPURDMA_OK) {
-            say("FAIL rank %d: cannot create the gpurdma context/communicator\n", boot.rank);
+            say("FAIL rank %d: cannot create the gpurdma context/communicator\n", rank);
             return 1;
         }
         // Every supported op x type at a few sizes (including the long double family,
@@ -377,23 +230,23 @@ struct Rank {
         gpurdma_comm_get_stats(comm, &stats);
         if (opt.expect_device && stats.device_calls == 0) {
             ++failures;
-            say("FAIL rank %d: no call took the device path (run with --verbose 1 for why)\n", boot.rank);
+            say("FAIL rank %d: no call took the device path (run with --verbose 1 for why)\n", rank);
         }
         if (opt.bench) {
             const double copy = copy_bandwidth(std::min<size_t>(opt.max_bytes, 256u << 20));
-            if (boot.rank == 0)
-                say("  np %d, %s buffers: %s copy bandwidth %.1f GB/s (one process)\n", boot.size,
+            if (rank == 0)
+                say("  np %d, %s buffers: %s copy bandwidth %.1f GB/s (one process)\n", size,
                     opt.device ? "device" : "host", opt.device ? "cuMemcpyDtoD" : "memcpy", copy / 1e9);
             for (size_t bytes = 1 << 20; bytes <= opt.max_bytes; bytes *= 4) {
                 const int iters = int(std::max<size_t>(3, std::min<size_t>(50, (size_t(2) << 30) / bytes)));
                 const double t = time_allreduce(bytes, iters);
-                const double busbw = double(bytes) * 2 * (boot.size - 1) / boot.size / t;
-                if (boot.rank == 0)
-                    say("  np %d  %10zu B  %9.1f us  busbw %7.2f GB/s  (%.0f%% of copy)\n", boot.size, bytes,
+                const double busbw = double(bytes) * 2 * (size - 1) / size / t;
+                if (rank == 0)
+                    say("  np %d  %10zu B  %9.1f us  busbw %7.2f GB/s  (%.0f%% of copy)\n", size, bytes,
                         t * 1e6, busbw / 1e9, 100 * busbw / copy);
             }
         }
-        say("rank %d: %d checks, %d failures, %llu of %llu calls on the GPU\n", boot.rank, checks, failures,
+        say("rank %d: %d checks, %d failures, %llu of %llu calls on the GPU\n", rank, checks, failures,
             static_cast<unsigned long long>(stats.device_calls), static_cast<unsigned long long>(stats.calls));
         gpurdma_comm_destroy(comm);
         gpurdma_context_destroy(ctx);
@@ -445,62 +298,34 @@ bool parse(int argc, char **argv, Options *o)
     return !o->nps.empty();
 }
 
-// Forks np ranks; kills them (by pid) if they outlive the limit.
+// Forks np ranks (killed if they outlive the limit).
 int launch(const Options &opt, int np)
 {
-    const size_t bytes = sizeof(Shared) + size_t(np) * kSlotBytes;
-    void *mem = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    if (mem == MAP_FAILED) return 1;
-    auto *shared = new (mem) Shared{};
-    std::vector<pid_t> pids;
-    for (int r = 0; r < np; ++r) {
-        const pid_t pid = fork();
-        if (pid == 0) {
+    const auto result = gpurdma::testing::run_ranks(
+        np,
+        [&opt](int r, int n, gpurdma_bootstrap_t bootstrap) -> int {
             if (opt.fake_hosts > 0) {  // several "nodes" on one machine: the inter-node decisions run
-                const std::string host = "gpurdma-fake-" + std::to_string(r * opt.fake_hosts / np);
+                const std::string host = "gpurdma-fake-" + std::to_string(r * opt.fake_hosts / n);
                 if (unshare(CLONE_NEWUTS) != 0 || sethostname(host.c_str(), host.size()) != 0) {
                     std::printf("SKIP: --fake-hosts needs CAP_SYS_ADMIN (unshare/sethostname): %s\n",
                                 std::strerror(errno));
+                    std::fflush(nullptr);
                     _exit(77);
                 }
             }
             Rank rank;
             rank.opt = opt;
-            rank.boot = {shared, r, np};
+            rank.rank = r;
+            rank.size = n;
+            rank.boot = bootstrap;
             const int rc = rank.run();
-            if (rc) shared->failed = 1;
             std::fflush(nullptr);
-            std::exit(rc);  // not _exit: leak checkers (LSan) run at exit
-        }
-        if (pid < 0) return 1;
-        pids.push_back(pid);
-    }
-    int failed = 0;
-    size_t left = pids.size();
-    const auto start = Clock::now();
-    while (left) {
-        int status = 0;
-        const pid_t pid = waitpid(-1, &status, WNOHANG);
-        if (pid > 0) {
-            --left;
-            if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-                failed = 1;
-                shared->failed = 1;
-                if (WIFSIGNALED(status)) std::printf("FAIL: a rank died of signal %d\n", WTERMSIG(status));
-            }
-            continue;
-        }
-        if (std::chrono::duration<double>(Clock::now() - start).count() > opt.limit_s) {
-            std::printf("FAIL: np %d still running after %.0f s; killing the ranks\n", np, opt.limit_s);
-            for (pid_t p : pids) kill(p, SIGKILL);
-            while (waitpid(-1, nullptr, 0) > 0) {}
-            failed = 1;
-            break;
-        }
-        std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    munmap(mem, bytes);
-    return failed;
+            std::exit(rc);  // not run_ranks' _exit: leak checkers (LSan) run at exit
+        },
+        opt.limit_s);
+    if (result.timed_out) std::printf("FAIL: np %d still running after %.0f s; killing the ranks\n", np, opt.limit_s);
+    else if (result.failed) std::printf("FAIL: %s\n", result.detail.c_str());
+    return result.failed || result.timed_out ? 1 : 0;
 }
 
 }  // namespace

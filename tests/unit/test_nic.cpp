@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include "gpurdma/gpurdma.h"
+#include "topo/gpu_nic.h"
 #include "topo/nic.h"
 
 using namespace gpurdma::topo;
@@ -34,4 +36,42 @@ TEST(Nic, ListsWithoutCrashing)
     std::string why;
     const auto nics = local_nics(&why);
     for (size_t i = 1; i < nics.size(); ++i) EXPECT_LE(nics[i - 1].distance, nics[i].distance);
+}
+
+// ---- GPU-NIC distance (NCCL_NET_GDR_LEVEL scale)
+
+TEST(GdrLevel, ParsesNamesAnyCase)
+{
+    PathLevel l;
+    ASSERT_TRUE(parse_path_level("pxb", &l));
+    EXPECT_EQ(l, PathLevel::PXB);
+    ASSERT_TRUE(parse_path_level("SYS", &l));
+    EXPECT_EQ(l, PathLevel::SYS);
+    EXPECT_FALSE(parse_path_level("NVL", &l));
+    EXPECT_FALSE(parse_path_level("", &l));
+    EXPECT_EQ(gpurdma_gdr_level_valid("Phb"), 1);
+    EXPECT_EQ(gpurdma_gdr_level_valid("3"), 0);
+    EXPECT_EQ(gpurdma_gdr_level_valid(nullptr), 0);
+    gpurdma_config_t c;
+    gpurdma_config_default(&c);
+    EXPECT_EQ(gpurdma_gdr_level_valid(c.gdr_level), 1);
+}
+
+TEST(GdrLevel, ClassifiesWhereTheDevicesMeet)
+{
+    EXPECT_EQ(classify_path(true, true, false, 0, 1), PathLevel::LOC);
+    EXPECT_EQ(classify_path(false, true, false, 1, 1), PathLevel::PIX);  // one switch
+    EXPECT_EQ(classify_path(false, true, false, 3, 1), PathLevel::PXB);  // nested switches
+    EXPECT_EQ(classify_path(false, true, true, 2, 1), PathLevel::PHB);   // same host bridge
+    EXPECT_EQ(classify_path(false, false, false, 2, 1), PathLevel::PHB); // two host bridges, one CPU
+    EXPECT_EQ(classify_path(false, false, false, 2, 2), PathLevel::SYS); // across NUMA nodes
+    EXPECT_LT(PathLevel::PIX, PathLevel::SYS);
+}
+
+TEST(GdrLevel, UnknownDevicesAreFarthest)
+{
+    PathLevel level = PathLevel::LOC;
+    const gpurdma::Status known = gpu_nic_level("0000:ff:1f.7", "nosuchnic0", &level);
+    EXPECT_EQ(level, PathLevel::SYS);
+    EXPECT_FALSE(known.message().empty());
 }

@@ -1,25 +1,20 @@
-#include "mem/ipc_cache.h"
+#include "gpu/ipc_cache.h"
 
-namespace gpurdma::mem {
+namespace gpurdma::gpu {
 
 IpcCache::Ops IpcCache::cuda_ops(CUcontext ctx)
 {
     Ops ops;
-    ops.open = [ctx](const CUipcMemHandle &h, uintptr_t *base, std::string *error) {
+    ops.open = [ctx](const CUipcMemHandle &h, uintptr_t *base) {
         const auto &d = CudaDriver::instance();
-        if (!d.api().ipc_open_mem_handle) {
-            *error = "CUDA driver lacks cuIpcOpenMemHandle";
-            return false;
-        }
+        if (!d.api().ipc_open_mem_handle)
+            return Status::error(GPURDMA_ERR_TRANSPORT, "CUDA driver lacks cuIpcOpenMemHandle");
         ContextScope scope(ctx);
         CUdeviceptr p = 0;
         const int rc = d.api().ipc_open_mem_handle(&p, h, kIpcLazyEnablePeerAccess);
-        if (rc != 0) {
-            *error = d.error_text("cuIpcOpenMemHandle", rc);
-            return false;
-        }
+        if (rc != 0) return d.failure("cuIpcOpenMemHandle", rc);
         *base = static_cast<uintptr_t>(p);
-        return true;
+        return Status::ok();
     };
     ops.close = [ctx](uintptr_t base) {
         ContextScope scope(ctx);
@@ -28,7 +23,7 @@ IpcCache::Ops IpcCache::cuda_ops(CUcontext ctx)
     return ops;
 }
 
-bool IpcCache::map(int peer, uint64_t buffer_id, const CUipcMemHandle &handle, uintptr_t *base, std::string *error)
+Status IpcCache::map(int peer, uint64_t buffer_id, const CUipcMemHandle &handle, uintptr_t *base)
 {
     const auto key = std::make_pair(peer, buffer_id);
     auto it = entries_.find(key);
@@ -36,16 +31,17 @@ bool IpcCache::map(int peer, uint64_t buffer_id, const CUipcMemHandle &handle, u
         lru_.splice(lru_.begin(), lru_, it->second.lru);
         it->second.epoch = epoch_;
         *base = it->second.base;
-        return true;
+        return Status::ok();
     }
     evict_if_full();
     uintptr_t mapped = 0;
-    if (!ops_.open(handle, &mapped, error)) return false;
+    const Status opened = ops_.open(handle, &mapped);
+    if (!opened.is_ok()) return opened;
     ++opens_;
     lru_.push_front(key);
     entries_.emplace(key, Entry{mapped, epoch_, lru_.begin()});
     *base = mapped;
-    return true;
+    return Status::ok();
 }
 
 void IpcCache::evict_if_full()
@@ -70,4 +66,4 @@ void IpcCache::clear()
     lru_.clear();
 }
 
-}  // namespace gpurdma::mem
+}  // namespace gpurdma::gpu

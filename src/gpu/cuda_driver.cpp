@@ -1,11 +1,11 @@
-#include "mem/cuda_driver.h"
+#include "gpu/cuda_driver.h"
 
 #include <dlfcn.h>
 
 #include <atomic>
 #include <type_traits>
 
-namespace gpurdma::mem {
+namespace gpurdma::gpu {
 
 namespace {
 
@@ -70,6 +70,7 @@ CudaDriver::CudaDriver()
     load(a.stream_create, "cuStreamCreate");
     load(a.stream_destroy, "cuStreamDestroy_v2", "cuStreamDestroy");
     load(a.stream_synchronize, "cuStreamSynchronize");
+    load(a.stream_query, "cuStreamQuery");
     load(a.event_create, "cuEventCreate");
     load(a.event_destroy, "cuEventDestroy_v2", "cuEventDestroy");
     load(a.event_record, "cuEventRecord");
@@ -109,6 +110,11 @@ std::string CudaDriver::error_text(const char *call, CUresult rc) const
     return std::string(call) + " failed: " + (text ? text : "unknown error") + " (error " + std::to_string(rc) + ")";
 }
 
+Status CudaDriver::failure(const char *call, CUresult rc) const
+{
+    return Status::error(GPURDMA_ERR_TRANSPORT, error_text(call, rc));
+}
+
 PointerInfo CudaDriver::query(const void *ptr) const
 {
     PointerInfo info;
@@ -140,19 +146,13 @@ PointerInfo CudaDriver::query(const void *ptr) const
     return info;
 }
 
-bool CudaDriver::copy(void *dst, const void *src, size_t bytes, void *context, std::string *error) const
+Status CudaDriver::copy(void *dst, const void *src, size_t bytes, void *context) const
 {
-    if (!ok_) {
-        *error = why_;
-        return false;
-    }
+    if (!ok_) return Status::error(GPURDMA_ERR_TRANSPORT, why_);
     ContextScope scope(context);
     const int rc = api_.memcpy_sync(reinterpret_cast<CUdeviceptr>(dst), reinterpret_cast<CUdeviceptr>(src), bytes);
-    if (rc != 0) {
-        *error = error_text(("cuMemcpy of " + std::to_string(bytes) + " bytes").c_str(), rc);
-        return false;
-    }
-    return true;
+    if (rc != 0) return failure(("cuMemcpy of " + std::to_string(bytes) + " bytes").c_str(), rc);
+    return Status::ok();
 }
 
 ContextScope::ContextScope(CUcontext ctx)
@@ -168,4 +168,4 @@ ContextScope::~ContextScope()
     CudaDriver::instance().api().ctx_pop(&popped);
 }
 
-}  // namespace gpurdma::mem
+}  // namespace gpurdma::gpu

@@ -1,7 +1,7 @@
 // The CUDA kernels' fatbin, embedded as bytes by the assembler (.incbin), so the
 // component is one .so that carries its kernels and links no CUDA library. Built
 // without CUDA, the blob is empty and the device path declines.
-#include "mem/cuda_module.h"
+#include "gpu/kernel_module.h"
 
 #ifdef GPURDMA_HAVE_FATBIN
 #include "reduce/reduce_kernels_fatbin.h"  // generated: GPURDMA_FATBIN_PATH
@@ -22,7 +22,7 @@ extern "C" __attribute__((visibility("hidden"))) const unsigned char gpurdma_fat
 extern "C" __attribute__((visibility("hidden"))) const unsigned char gpurdma_fatbin_end[];
 #endif
 
-namespace gpurdma::mem {
+namespace gpurdma::gpu {
 
 EmbeddedImage embedded_kernels()
 {
@@ -33,4 +33,4 @@ EmbeddedImage embedded_kernels()
 #endif
 }
 
-}  // namespace gpurdma::mem
+}  // namespace gpurdma::gpu

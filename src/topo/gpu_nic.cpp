@@ -1,11 +1,11 @@
-#include "mem/gdr.h"
+#include "topo/gpu_nic.h"
 
 #include <hwloc.h>
 #include <strings.h>
 
 #include "gpurdma/gpurdma.h"
 
-namespace gpurdma::mem {
+namespace gpurdma::topo {
 
 namespace {
 constexpr const char *kNames[] = {"LOC", "PIX", "PXB", "PHB", "SYS"};
@@ -52,44 +52,42 @@ PathLevel classify_path(bool same_device, bool meet_in_io, bool meet_is_host_bri
     return numa_nodes <= 1 ? PathLevel::PHB : PathLevel::SYS;
 }
 
-PathLevel gpu_nic_level(const std::string &gpu_bus_id, const std::string &nic_in, std::string *why)
+Status gpu_nic_level(const std::string &gpu_bus_id, const std::string &nic_in, PathLevel *level)
 {
+    *level = PathLevel::SYS;
     const std::string nic = nic_in.substr(0, nic_in.find(':'));
+    auto unknown = [](const std::string &why) { return Status::error(GPURDMA_ERR_UNSUPPORTED, why); };
     hwloc_topology_t t;
-    if (hwloc_topology_init(&t) != 0) {
-        *why = "hwloc_topology_init failed";
-        return PathLevel::SYS;
-    }
+    if (hwloc_topology_init(&t) != 0) return unknown("hwloc_topology_init failed");
     hwloc_topology_set_io_types_filter(t, HWLOC_TYPE_FILTER_KEEP_ALL);
     if (hwloc_topology_load(t) != 0) {
         hwloc_topology_destroy(t);
-        *why = "hwloc_topology_load failed";
-        return PathLevel::SYS;
+        return unknown("hwloc_topology_load failed");
     }
-    PathLevel level = PathLevel::SYS;
+    Status found;
     hwloc_obj_t gpu = hwloc_get_pcidev_by_busidstring(t, gpu_bus_id.c_str());
     hwloc_obj_t nic_pci = nullptr;
     for (hwloc_obj_t os = hwloc_get_next_osdev(t, nullptr); os; os = hwloc_get_next_osdev(t, os))
         if (os->name && nic == os->name) nic_pci = os->parent;
     if (!gpu) {
-        *why = "GPU " + gpu_bus_id + " not in hwloc's PCI tree";
+        found = unknown("GPU " + gpu_bus_id + " not in hwloc's PCI tree");
     } else if (!nic_pci || nic_pci->type != HWLOC_OBJ_PCI_DEVICE) {
-        *why = "NIC '" + nic + "' not in hwloc's PCI tree";
+        found = unknown("NIC '" + nic + "' not in hwloc's PCI tree");
     } else {
         hwloc_obj_t meet = hwloc_get_common_ancestor_obj(t, gpu, nic_pci);
         const bool in_io = meet && hwloc_obj_type_is_io(meet->type);
         const int bridges = bridges_up_to(gpu, meet) + bridges_up_to(nic_pci, meet) + (is_bridge(meet) ? 1 : 0);
         const int numa = (!in_io && meet && meet->nodeset) ? hwloc_bitmap_weight(meet->nodeset) : 1;
-        level = classify_path(gpu == nic_pci, in_io, is_host_bridge(meet), bridges, numa);
+        *level = classify_path(gpu == nic_pci, in_io, is_host_bridge(meet), bridges, numa);
     }
     hwloc_topology_destroy(t);
-    return level;
+    return found;
 }
 
-}  // namespace gpurdma::mem
+}  // namespace gpurdma::topo
 
 extern "C" int gpurdma_gdr_level_valid(const char *level)
 {
-    gpurdma::mem::PathLevel l;
-    return level && gpurdma::mem::parse_path_level(level, &l) ? 1 : 0;
+    gpurdma::topo::PathLevel l;
+    return level && gpurdma::topo::parse_path_level(level, &l) ? 1 : 0;
 }

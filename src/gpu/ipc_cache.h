@@ -12,15 +12,16 @@
 #include <string>
 #include <utility>
 
-#include "mem/cuda_driver.h"
+#include "base/status.h"
+#include "gpu/cuda_driver.h"
 
-namespace gpurdma::mem {
+namespace gpurdma::gpu {
 
 class IpcCache {
 public:
     // How a handle is opened and closed; the CUDA driver in production, fakes in tests.
     struct Ops {
-        std::function<bool(const CUipcMemHandle &, uintptr_t *base, std::string *error)> open;
+        std::function<Status(const CUipcMemHandle &, uintptr_t *base)> open;
         std::function<void(uintptr_t base)> close;
     };
     static Ops cuda_ops(CUcontext ctx);
@@ -34,7 +35,7 @@ public:
     void begin_call() { ++epoch_; }
 
     // The base address of the peer's allocation in this process (mapping it if needed).
-    bool map(int peer, uint64_t buffer_id, const CUipcMemHandle &handle, uintptr_t *base, std::string *error);
+    Status map(int peer, uint64_t buffer_id, const CUipcMemHandle &handle, uintptr_t *base);
 
     void clear();
     size_t size() const { return entries_.size(); }
@@ -56,4 +57,4 @@ private:
     std::list<std::pair<int, uint64_t>> lru_;  // front = most recently used
 };
 
-}  // namespace gpurdma::mem
+}  // namespace gpurdma::gpu

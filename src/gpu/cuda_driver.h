@@ -9,7 +9,9 @@
 #include <cstdint>
 #include <string>
 
-namespace gpurdma::mem {
+#include "base/status.h"
+
+namespace gpurdma::gpu {
 
 enum class MemoryKind { Host, Device, Managed };
 
@@ -34,6 +36,7 @@ using CUevent = void *;
 struct CUipcMemHandle {
     unsigned char data[64];
 };
+constexpr CUresult kErrorNotReady = 600;  // CUDA_ERROR_NOT_READY: cuStreamQuery on a busy stream
 constexpr int kDevAttrMultiprocessorCount = 16;
 constexpr unsigned kStreamNonBlocking = 1;
 constexpr unsigned kEventDisableTiming = 2;
@@ -63,6 +66,7 @@ struct DriverApi {
     CUresult (*stream_create)(CUstream *, unsigned) = nullptr;
     CUresult (*stream_destroy)(CUstream) = nullptr;
     CUresult (*stream_synchronize)(CUstream) = nullptr;
+    CUresult (*stream_query)(CUstream) = nullptr;  // 0: all work done, kErrorNotReady: still busy
     CUresult (*event_create)(CUevent *, unsigned) = nullptr;
     CUresult (*event_destroy)(CUevent) = nullptr;
     CUresult (*event_record)(CUevent, CUstream) = nullptr;
@@ -101,13 +105,15 @@ public:
     PointerInfo query(const void *ptr) const;
 
     // cuMemcpy with unified addressing, in the context of the device buffer involved.
-    bool copy(void *dst, const void *src, size_t bytes, void *context, std::string *error) const;
+    Status copy(void *dst, const void *src, size_t bytes, void *context) const;
 
     // The resolved entry points (only meaningful when available()).
     const DriverApi &api() const { return api_; }
 
     // "cuFoo failed: <driver text> (error N)".
     std::string error_text(const char *call, CUresult rc) const;
+    // The same as a failed Status (GPURDMA_ERR_TRANSPORT).
+    Status failure(const char *call, CUresult rc) const;
 
 private:
     CudaDriver();
@@ -130,4 +136,4 @@ private:
     bool pushed_ = false;
 };
 
-}  // namespace gpurdma::mem
+}  // namespace gpurdma::gpu

@@ -1,0 +1,369 @@
+#include "gpu/device_allreduce.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "reduce/reduce.h"
+#include "reduce/reduce_device.h"
+
+namespace gpurdma::gpu {
+
+namespace {
+
+constexpr uint64_t kFail = ControlSlot::kFail;
+
+bool in_place(const algo::Call &call) { return call.sendbuf == nullptr || call.sendbuf == call.recvbuf; }
+
+// The dispatcher asks touches_device_memory() and then start() about the same call,
+// back to back on one thread: start() takes the answers instead of asking the driver
+// again (a query costs about a microsecond on the latency path). Taken once, so an
+// answer never outlives its call (a freed and reallocated buffer gets a new buffer ID).
+struct BufferQuery {
+    const void *send = nullptr;
+    const void *recv = nullptr;
+    PointerInfo sinfo, rinfo;
+    bool valid = false;
+};
+thread_local BufferQuery t_last_query;
+
+void query_buffers(const algo::Call &call, PointerInfo *sinfo, PointerInfo *rinfo)
+{
+    BufferQuery &q = t_last_query;
+    const bool same = q.valid && q.send == call.sendbuf && q.recv == call.recvbuf;
+    q.valid = false;
+    if (same) {
+        *sinfo = q.sinfo;
+        *rinfo = q.rinfo;
+        return;
+    }
+    const auto &cuda = CudaDriver::instance();
+    *rinfo = cuda.query(call.recvbuf);
+    *sinfo = in_place(call) ? *rinfo : cuda.query(call.sendbuf);
+}
+
+}  // namespace
+
+bool touches_device_memory(const algo::Call &call)
+{
+    const auto &cuda = CudaDriver::instance();
+    BufferQuery &q = t_last_query;
+    q.valid = false;
+    if (!cuda.available()) return false;
+    q.send = call.sendbuf;
+    q.recv = call.recvbuf;
+    q.rinfo = cuda.query(call.recvbuf);
+    q.sinfo = in_place(call) ? q.rinfo : cuda.query(call.sendbuf);
+    q.valid = q.rinfo.kind == MemoryKind::Device || q.sinfo.kind == MemoryKind::Device;
+    return q.valid;
+}
+
+DeviceAllreduce::DeviceAllreduce(DeviceSetup setup) : setup_(std::move(setup)) {}
+
+DeviceAllreduce::~DeviceAllreduce() = default;
+
+Status DeviceAllreduce::set_up(const PointerInfo &first_buffer)
+{
+    const Status st = DeviceTeam::create(setup_, first_buffer, &team_);
+    if (st.is_ok()) team_state_ = Team::Ready;
+    else if (st.is_unsupported()) team_state_ = Team::Staged;
+    return st;
+}
+
+Status DeviceAllreduce::start(const algo::Call &call)
+{
+    const Logger *log = setup_.log;
+    if (!reduce::device::device_supported(call.op, call.dtype)) {
+        t_last_query.valid = false;
+        if (log && log->enabled(2))
+            log->log(2, "%s: %s %s on GPU buffers: no device kernel (long double), staged through host memory",
+                     setup_.name.c_str(), gpurdma_op_name(call.op), gpurdma_dtype_name(call.dtype));
+        return Status::unsupported("no device kernel (long double)");
+    }
+    PointerInfo sinfo, rinfo;
+    query_buffers(call, &sinfo, &rinfo);
+    if (team_state_ == Team::NotYet) {
+        const Status st = set_up(rinfo.kind == MemoryKind::Device ? rinfo : sinfo);
+        if (!st.is_ok()) return st;  // unsupported: this communicator stages from now on
+    }
+    if (team_state_ == Team::Staged) return Status::unsupported("this communicator stages GPU buffers");
+
+    call_ = call;
+    if (in_place(call)) call_.sendbuf = nullptr;
+    elem_ = reduce::dtype_size(call.dtype);
+    failure_.clear();
+    const PointerInfo &srcinfo = call_.in_place() ? rinfo : sinfo;
+    auto usable = [this](const PointerInfo &i) {
+        return i.kind == MemoryKind::Device && i.context == team_->context() && i.base != 0;
+    };
+    const bool local_ok = usable(rinfo) && usable(srcinfo);
+
+    if (setup_.size == 1) {  // a single rank: one copy on the GPU, none in place
+        if (!local_ok) return Status::unsupported("the buffers are not device memory of this communicator's context");
+        step_ = Step::Done;
+        if (call_.in_place()) return Status::ok();
+        const auto &d = CudaDriver::instance();
+        ContextScope scope(team_->context());
+        const int rc = d.api().memcpy_dtod_async(reinterpret_cast<CUdeviceptr>(call_.recvbuf),
+                                                 reinterpret_cast<CUdeviceptr>(call_.sendbuf),
+                                                 call_.count * elem_, team_->stream());
+        if (rc != 0)
+            return Status::error(GPURDMA_ERR_TRANSPORT,
+                                 setup_.name + ": device copy: " + d.error_text("cuMemcpyDtoDAsync", rc));
+        step_ = Step::Copying;
+        return Status::ok();
+    }
+
+    // Slices start on 64-byte multiples (every element size divides 64), so the
+    // kernel's 16-byte vector loads apply wherever the buffers are aligned.
+    const size_t align = 64 / elem_, ranks = static_cast<size_t>(setup_.size);
+    per_rank_ = ((call_.count + ranks - 1) / ranks + align - 1) / align * align;
+
+    // Post: this call's buffers as IPC handles, and whether this rank can go on.
+    const uint64_t seq = ++seq_;
+    ControlSlot &me = team_->slot(setup_.rank);
+    uint32_t vote = local_ok;
+    if (vote) {
+        const auto &api = CudaDriver::instance().api();
+        ContextScope scope(team_->context());
+        vote = api.ipc_get_mem_handle(&me.src_handle, srcinfo.base) == 0 &&
+               api.ipc_get_mem_handle(&me.dst_handle, rinfo.base) == 0;
+        const void *src = call_.in_place() ? call_.recvbuf : call_.sendbuf;
+        me.src_id = srcinfo.buffer_id;
+        me.dst_id = rinfo.buffer_id;
+        me.src_offset = reinterpret_cast<uintptr_t>(src) - srcinfo.base;
+        me.dst_offset = reinterpret_cast<uintptr_t>(call_.recvbuf) - rinfo.base;
+    }
+    me.vote = vote;
+    me.posted.store(seq, std::memory_order_release);
+    enter(Step::Posted);
+    return Status::ok();
+}
+
+exec::State DeviceAllreduce::advance()
+{
+    ControlSlot *me = setup_.size > 1 ? &team_->slot(setup_.rank) : nullptr;
+    for (;;) {
+        switch (step_) {
+            case Step::Posted:
+                if (!peers_reached(&ControlSlot::posted)) return now();
+                if (declined()) return exec::State::Declined;
+                launch_reduce();
+                continue;
+            case Step::Reducing:
+                if (!stream_finished()) return now();
+                me->reduced.store(seq_, std::memory_order_release);
+                enter(Step::Reduced);
+                continue;
+            case Step::Reduced:
+                if (!peers_reached(&ControlSlot::reduced)) return now();
+                launch_copies();
+                continue;
+            case Step::Gathering:
+                if (!stream_finished()) return now();
+                // No rank returns (and lets its caller reuse the buffers) while a peer still reads them.
+                me->gathered.store(seq_, std::memory_order_release);
+                enter(Step::Gathered);
+                continue;
+            case Step::Gathered:
+                if (!peers_reached(&ControlSlot::gathered)) return now();
+                enter(Step::Done);
+                continue;
+            case Step::Copying:
+                if (!stream_finished()) return now();
+                enter(Step::Done);
+                continue;
+            case Step::Done: return exec::State::Done;
+            case Step::Failed: return exec::State::Failed;
+            case Step::Declined: return exec::State::Declined;
+            case Step::Idle: break;
+        }
+        failure_ = "device allreduce: advanced without a started call";
+        step_ = Step::Failed;
+        return exec::State::Failed;
+    }
+}
+
+void DeviceAllreduce::enter(Step step)
+{
+    step_ = step;
+    peer_ = 0;
+    ++position_;
+}
+
+exec::State DeviceAllreduce::now() const
+{
+    return step_ == Step::Failed ? exec::State::Failed : exec::State::Running;
+}
+
+// Passes the peers whose stage word has reached this call, in rank order; false while
+// one has not, or once one announced that it failed (then step_ is Failed).
+bool DeviceAllreduce::peers_reached(std::atomic<uint64_t> ControlSlot::*word)
+{
+    for (; peer_ < setup_.size; ++peer_, ++position_) {
+        if (peer_ == setup_.rank) continue;
+        const uint64_t v = (team_->slot(peer_).*word).load(std::memory_order_acquire);
+        if (v == (seq_ | kFail)) {
+            failure_ = "device allreduce: " + team_->describe(peer_) + " failed in " + stage_name();
+            if (step_ == Step::Reduced)  // this rank will not reach the allgather either
+                team_->slot(setup_.rank).gathered.store(seq_ | kFail, std::memory_order_release);
+            step_ = Step::Failed;
+            return false;
+        }
+        if ((v & ~kFail) < seq_) return false;
+    }
+    return true;
+}
+
+// Every rank sees the same votes: all stage this call together.
+bool DeviceAllreduce::declined()
+{
+    for (int r = 0; r < setup_.size; ++r) {
+        if (team_->slot(r).vote) continue;
+        const Logger *log = setup_.log;
+        if (log && log->enabled(2))
+            log->log(2,
+                     "%s: call %llu: %s cannot take the device path (managed/host memory, another context, or no "
+                     "IPC handle), staged through host memory",
+                     setup_.name.c_str(), static_cast<unsigned long long>(seq_), team_->describe(r).c_str());
+        step_ = Step::Declined;
+        return true;
+    }
+    return false;
+}
+
+// Reduce-scatter: this rank's slice, read straight out of every rank's buffer.
+void DeviceAllreduce::launch_reduce()
+{
+    const int size = setup_.size, rank = setup_.rank;
+    IpcCache &ipc = team_->ipc();
+    ipc.begin_call();
+    srcs_.assign(static_cast<size_t>(size), nullptr);
+    dsts_.assign(static_cast<size_t>(size), nullptr);
+    for (int r = 0; r < size; ++r) {
+        const size_t i = static_cast<size_t>(r);
+        if (r == rank) {
+            srcs_[i] = static_cast<const char *>(call_.in_place() ? call_.recvbuf : call_.sendbuf);
+            dsts_[i] = static_cast<char *>(call_.recvbuf);
+            continue;
+        }
+        const ControlSlot &p = team_->slot(r);
+        uintptr_t sbase = 0, dbase = 0;
+        Status mapped = ipc.map(r, p.src_id, p.src_handle, &sbase);
+        if (mapped.is_ok()) mapped = ipc.map(r, p.dst_id, p.dst_handle, &dbase);
+        if (!mapped.is_ok()) return fail("mapping the buffers of " + team_->describe(r) + ": " + mapped.message());
+        srcs_[i] = reinterpret_cast<const char *>(sbase + p.src_offset);
+        dsts_[i] = reinterpret_cast<char *>(dbase + p.dst_offset);
+    }
+    const size_t lo = slice_begin(rank), hi = slice_end(rank);
+    if (hi > lo) {
+        std::vector<const void *> in(static_cast<size_t>(size));
+        for (size_t r = 0; r < in.size(); ++r) in[r] = srcs_[r] + lo * elem_;
+        const Status launched = team_->kernels().reduce(call_.op, call_.dtype, dsts_[size_t(rank)] + lo * elem_,
+                                                        in.data(), size, hi - lo, team_->stream());
+        if (!launched.is_ok()) return fail("reduce-scatter kernel: " + launched.message());
+    }
+    enter(Step::Reducing);
+}
+
+// Allgather: the other slices out of their owners' results, by copy engine.
+void DeviceAllreduce::launch_copies()
+{
+    const auto &d = CudaDriver::instance();
+    ContextScope scope(team_->context());
+    char *recv = static_cast<char *>(call_.recvbuf);
+    for (int r = 0; r < setup_.size; ++r) {
+        const size_t lo = slice_begin(r), hi = slice_end(r);
+        if (r == setup_.rank || hi <= lo) continue;
+        const int rc = d.api().memcpy_dtod_async(reinterpret_cast<CUdeviceptr>(recv + lo * elem_),
+                                                 reinterpret_cast<CUdeviceptr>(dsts_[size_t(r)] + lo * elem_),
+                                                 (hi - lo) * elem_, team_->stream());
+        if (rc != 0)
+            return fail("allgather copy from " + team_->describe(r) + ": " + d.error_text("cuMemcpyDtoDAsync", rc));
+    }
+    enter(Step::Gathering);
+}
+
+bool DeviceAllreduce::stream_finished()
+{
+    bool done = false;
+    const Status polled = team_->stream_done(&done);
+    if (polled.is_ok()) return done;
+    if (step_ == Step::Copying) {
+        failure_ = "device copy: " + polled.message();
+        step_ = Step::Failed;
+    } else {
+        fail(std::string(step_ == Step::Reducing ? "reduce-scatter: " : "allgather: ") + polled.message());
+    }
+    return false;
+}
+
+// From the post on, a failure is announced in the stage words, so peers stop too.
+void DeviceAllreduce::fail(const std::string &what)
+{
+    ControlSlot &me = team_->slot(setup_.rank);
+    me.reduced.store(seq_ | kFail, std::memory_order_release);
+    me.gathered.store(seq_ | kFail, std::memory_order_release);
+    failure_ = "device allreduce: " + what;
+    step_ = Step::Failed;
+}
+
+void DeviceAllreduce::abandon()
+{
+    if (setup_.size > 1 && team_) {
+        ControlSlot &me = team_->slot(setup_.rank);
+        if (step_ == Step::Reducing) me.reduced.store(seq_ | kFail, std::memory_order_release);
+        if (step_ == Step::Reducing || step_ == Step::Reduced || step_ == Step::Gathering)
+            me.gathered.store(seq_ | kFail, std::memory_order_release);
+    }
+    step_ = Step::Failed;
+}
+
+void DeviceAllreduce::finish()
+{
+    const Logger *log = setup_.log;
+    if (setup_.size > 1 && log && log->enabled(2))
+        log->log(2, "%s: allreduce %zu x %s %s on the GPU (IPC reduce-scatter + copy-engine allgather), call %llu",
+                 setup_.name.c_str(), call_.count, gpurdma_dtype_name(call_.dtype), gpurdma_op_name(call_.op),
+                 static_cast<unsigned long long>(seq_));
+    step_ = Step::Idle;
+}
+
+const char *DeviceAllreduce::stage_name() const
+{
+    switch (step_) {
+        case Step::Posted: return "device post";
+        case Step::Reducing:
+        case Step::Reduced: return "device reduce-scatter";
+        case Step::Gathering:
+        case Step::Gathered: return "device allgather";
+        case Step::Copying: return "device copy";
+        default: return "device allreduce";
+    }
+}
+
+std::string DeviceAllreduce::describe_wait() const
+{
+    const std::string stage = stage_name();
+    switch (step_) {
+        case Step::Posted:
+        case Step::Reduced:
+        case Step::Gathered: return stage + ", waiting for " + team_->describe(peer_);
+        case Step::Reducing: return stage + ", waiting for this rank's reduce-scatter kernel";
+        case Step::Gathering: return stage + ", waiting for this rank's allgather copies";
+        case Step::Copying: return stage + ", waiting for the copy on the GPU";
+        default: return stage;
+    }
+}
+
+std::string DeviceAllreduce::describe_call() const
+{
+    if (setup_.size == 1) return "device copy";
+    return "device allreduce (CUDA IPC reduce-scatter kernel + copy-engine allgather), " +
+           std::to_string(setup_.size) + " ranks";
+}
+
+size_t DeviceAllreduce::slice_begin(int r) const { return std::min(call_.count, per_rank_ * size_t(r)); }
+
+size_t DeviceAllreduce::slice_end(int r) const { return std::min(call_.count, per_rank_ * size_t(r) + per_rank_); }
+
+}  // namespace gpurdma::gpu

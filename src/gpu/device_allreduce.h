@@ -1,0 +1,98 @@
+// The device-resident allreduce for GPU buffers, an algo::Algorithm (one per
+// communicator; its DeviceTeam is set up on the first call):
+//  - one node, GPUs that can reach each other (or one GPU shared by the ranks): each
+//    rank posts its buffers as CUDA IPC handles in the node-shared control block,
+//    reduces its slice straight out of every peer's buffer with a kernel (zero-copy
+//    reduce-scatter, lower rank first), then copies the other slices out of the peers'
+//    results with the copy engine (allgather);
+//  - anything else (several nodes, no peer access, long double, managed memory, a
+//    buffer CUDA IPC cannot export, ...) is unsupported or declined on every rank
+//    alike, and the communicator stages through host memory (gpu/host_staging.h).
+// A call is a state machine that exec::ProgressLoop drives; it never waits itself:
+//   start: post (IPC handles, vote) -> all posted -> votes (Declined if any rank cannot
+//   share its buffers) -> kernel launched -> stream done -> reduced -> all reduced ->
+//   copies launched -> stream done -> gathered -> all gathered -> Done.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "algo/algorithm.h"
+#include "base/status.h"
+#include "gpu/device_team.h"
+
+namespace gpurdma::gpu {
+
+// True if the call's send or receive buffer is GPU device memory (CUDA driver loaded at run time).
+bool touches_device_memory(const algo::Call &call);
+
+class DeviceAllreduce : public algo::Algorithm {
+public:
+    explicit DeviceAllreduce(DeviceSetup setup);
+    ~DeviceAllreduce() override;
+    DeviceAllreduce(const DeviceAllreduce &) = delete;
+    DeviceAllreduce &operator=(const DeviceAllreduce &) = delete;
+
+    // The first call does the collective device set-up (every rank calls start for the
+    // same call). Unsupported (the same on every rank) when this communicator or this
+    // call must stage through host memory; another error names the stage.
+    Status start(const algo::Call &call) override;
+    // May return exec::State::Declined: a rank found a buffer it cannot share: stage this call.
+    exec::State advance() override;
+    uint64_t position() const override { return position_; }
+    std::string describe_wait() const override;
+    std::string describe_failure() const override { return failure_; }
+    void finish() override;
+    uint64_t gpurdma_comm_stats_t::*counter() const override { return &gpurdma_comm_stats_t::device_calls; }
+    std::string describe_call() const override;
+
+    // After the progress loop gave up on a started call (timeout): marks the stage words
+    // this rank will not reach as failed, so that peers stop too instead of waiting.
+    void abandon();
+
+private:
+    enum class Step {
+        Idle,
+        Posted,     // waiting for every rank's post
+        Reducing,   // the reduce-scatter kernel is on the stream
+        Reduced,    // waiting for every rank's slice
+        Gathering,  // the allgather copies are on the stream
+        Gathered,   // waiting for every rank to finish reading this rank's buffers
+        Copying,    // a single rank: the copy is on the stream
+        Done,
+        Failed,
+        Declined,
+    };
+
+    Status set_up(const PointerInfo &first_buffer);
+    void enter(Step step);
+    exec::State now() const;  // Running, or Failed once a step failed
+    bool peers_reached(std::atomic<uint64_t> ControlSlot::*word);
+    bool declined();
+    void launch_reduce();
+    void launch_copies();
+    bool stream_finished();
+    void fail(const std::string &what);
+    const char *stage_name() const;
+    size_t slice_begin(int r) const;
+    size_t slice_end(int r) const;
+
+    DeviceSetup setup_;
+    enum class Team { NotYet, Ready, Staged } team_state_ = Team::NotYet;
+    std::unique_ptr<DeviceTeam> team_;
+    // The call in flight.
+    algo::Call call_;
+    size_t elem_ = 0;
+    size_t per_rank_ = 0;  // elements per slice
+    uint64_t seq_ = 0;
+    Step step_ = Step::Idle;
+    int peer_ = 0;  // the next peer whose stage word is awaited
+    uint64_t position_ = 0;
+    std::string failure_;
+    std::vector<const char *> srcs_;  // every rank's source, mapped into this process
+    std::vector<char *> dsts_;        // every rank's result
+};
+
+}  // namespace gpurdma::gpu

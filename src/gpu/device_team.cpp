@@ -1,0 +1,235 @@
+#include "gpu/device_team.h"
+
+#include <ucp/api/ucp.h>
+
+#include <exception>
+
+#include "reduce/reduce_device.h"
+#include "setup/agreement.h"
+#include "setup/wire.h"
+#include "topo/gpu_nic.h"
+#include "transport/shm_segment.h"
+#include "transport/ucx_context.h"
+
+namespace gpurdma::gpu {
+
+namespace {
+
+constexpr size_t kIpcCacheEntries = 64;  // per communicator; a call needs 2 per peer
+
+Status bootstrap_failed(const DeviceSetup &setup)
+{
+    return Status::error(GPURDMA_ERR_TRANSPORT, setup.name + ": device set-up: bootstrap allgather failed");
+}
+
+bool logs(const DeviceSetup &setup, int level) { return setup.log && setup.log->enabled(level); }
+
+// The PCI bus id of the context's GPU, "" if the driver cannot tell.
+std::string bus_id_of(CUcontext ctx)
+{
+    const auto &d = CudaDriver::instance();
+    char bus[32] = {0};
+    CUdevice dev = 0;
+    ContextScope scope(ctx);
+    if (!d.available() || !d.api().ctx_get_device || d.api().ctx_get_device(&dev) != 0 ||
+        !d.api().device_get_pci_bus_id || d.api().device_get_pci_bus_id(bus, sizeof bus, dev) != 0)
+        return "";
+    return bus;
+}
+
+}  // namespace
+
+Status DeviceTeam::create(const DeviceSetup &setup, const PointerInfo &buffer, std::unique_ptr<DeviceTeam> *team)
+{
+    std::unique_ptr<DeviceTeam> t(new DeviceTeam(setup, buffer.context));
+    const Status mine = t->open_local();
+
+    // Round 1: where every rank is, and whether each could open its GPU.
+    setup::Agreement agreement(setup.bootstrap, setup.rank, setup.size);
+    wire::Writer w;
+    w.str(setup.host);
+    w.str(t->bus_id_);
+    w.str(t->segment_ ? t->segment_->name() : std::string());
+    std::vector<std::string> records;
+    std::string segment_name;
+    if (!agreement.exchange(w.take(), &records).is_ok() || !t->read_records(records, &segment_name).is_ok())
+        return bootstrap_failed(setup);
+    Status verdict = agreement.vote(mine, t->hosts_);
+    if (!verdict.is_ok() && !verdict.is_unsupported()) return bootstrap_failed(setup);
+
+    // Every rank holds the same records, so every rank reaches the same verdict.
+    bool one_node = true;
+    for (const auto &h : t->hosts_) one_node &= h == t->hosts_[0];
+    if (verdict.is_ok() && !one_node) verdict = Status::unsupported("ranks on several nodes");
+    if (verdict.is_ok() && setup.size > reduce::device::kMaxSources)
+        verdict = Status::unsupported(std::to_string(setup.size) + " ranks on the node (device path handles up to " +
+                                      std::to_string(reduce::device::kMaxSources) + ")");
+
+    // Round 2 (only where round 1 agreed on a single node): attach, check peer access.
+    if (verdict.is_ok() && setup.size > 1) {
+        verdict = agreement.vote(t->attach_and_check_peers(segment_name), t->hosts_);
+        if (t->segment_) t->segment_->unlink();  // every peer has it mapped (or gave up)
+        if (!verdict.is_ok() && !verdict.is_unsupported()) return bootstrap_failed(setup);
+    }
+
+    if (verdict.is_ok()) {
+        t->log_ready();
+        *team = std::move(t);
+        return Status::ok();
+    }
+    if (!one_node) t->log_inter_node_verdict();
+    else if (setup.rank == 0 && logs(setup, 1))
+        setup.log->log(1, "%s: device buffers: staged through host memory (%s)", setup.name.c_str(),
+                       verdict.message().c_str());
+    return verdict;
+}
+
+DeviceTeam::DeviceTeam(DeviceSetup setup, CUcontext ctx) : setup_(std::move(setup)), ctx_(ctx) {}
+
+DeviceTeam::~DeviceTeam()
+{
+    ipc_.reset();  // close peers' mappings before the module and stream go
+    kernels_.reset();
+    if (stream_) {
+        ContextScope scope(ctx_);
+        CudaDriver::instance().api().stream_destroy(stream_);
+    }
+    segment_.reset();
+}
+
+ControlSlot &DeviceTeam::slot(int rank) const
+{
+    return reinterpret_cast<ControlSlot *>(segment_->base())[rank];
+}
+
+Status DeviceTeam::stream_done(bool *done) const
+{
+    const auto &d = CudaDriver::instance();
+    ContextScope scope(ctx_);
+    const int rc = d.api().stream_query(stream_);
+    *done = rc == 0;
+    if (rc == 0 || rc == kErrorNotReady) return Status::ok();
+    return d.failure("cuStreamQuery", rc);
+}
+
+// Driver, kernels and stream on the context of the first device buffer; the GPU's
+// bus id; rank 0 creates the control block.
+Status DeviceTeam::open_local()
+{
+    const auto &d = CudaDriver::instance();
+    if (!d.available()) return Status::unsupported(d.why_unavailable());
+    if (!ctx_) return Status::unsupported("the GPU buffer has no CUDA context");
+    const Status loaded = ReduceKernels::load(ctx_, &kernels_);
+    if (!loaded.is_ok()) return loaded;
+    {
+        // A non-blocking stream of our own: never ordered behind the application's work
+        // on the legacy stream, never a device-wide synchronise.
+        ContextScope scope(ctx_);
+        const int rc = d.api().stream_create ? d.api().stream_create(&stream_, kStreamNonBlocking) : -1;
+        if (rc != 0) {
+            stream_ = nullptr;
+            return Status::unsupported(d.error_text("cuStreamCreate", rc));
+        }
+    }
+    if (!d.api().ipc_get_mem_handle || !d.api().ipc_open_mem_handle || !d.api().memcpy_dtod_async ||
+        !d.api().stream_query)
+        return Status::unsupported("CUDA driver lacks IPC or async copy entry points");
+    ipc_ = std::make_unique<IpcCache>(kIpcCacheEntries, IpcCache::cuda_ops(ctx_));
+    const int rank = setup_.rank, size = setup_.size;
+    if (size > 1) {
+        bus_id_ = bus_id_of(ctx_);
+        if (bus_id_.empty()) return Status::unsupported("cannot read the GPU's PCI bus id");
+    }
+    if (size > 1 && rank == 0) {
+        const Status st = transport::ShmSegment::create(sizeof(ControlSlot) * static_cast<size_t>(size), &segment_);
+        if (!st.is_ok()) return Status::unsupported("device control block: " + st.message());
+    }
+    return Status::ok();
+}
+
+// Each record: host, GPU bus id, and (rank 0's) the control block's name.
+Status DeviceTeam::read_records(const std::vector<std::string> &records, std::string *segment_name)
+{
+    hosts_.assign(records.size(), "");
+    bus_ids_.assign(records.size(), "");
+    for (size_t r = 0; r < records.size(); ++r) {
+        wire::Reader rd(records[r]);
+        std::string segment;
+        if (!rd.str(&hosts_[r]) || !rd.str(&bus_ids_[r]) || !rd.str(&segment))
+            return Status::error(GPURDMA_ERR_TRANSPORT, "unreadable device set-up record");
+        if (r == 0) *segment_name = segment;
+    }
+    return Status::ok();
+}
+
+Status DeviceTeam::attach_and_check_peers(const std::string &segment_name)
+{
+    if (setup_.rank != 0) {
+        const Status st = transport::ShmSegment::attach(segment_name, sizeof(ControlSlot) * size_t(setup_.size), &segment_);
+        if (!st.is_ok()) return Status::unsupported(st.message());
+    }
+    const auto &a = CudaDriver::instance().api();
+    ContextScope scope(ctx_);
+    CUdevice me = 0;
+    a.ctx_get_device(&me);
+    for (int r = 0; r < setup_.size; ++r) {
+        const std::string &bus = bus_ids_[static_cast<size_t>(r)];
+        if (r == setup_.rank || bus == bus_id_) continue;  // a shared GPU needs no peer access
+        CUdevice other = -1;
+        int can = 0;
+        if (!a.device_get_by_pci_bus_id || a.device_get_by_pci_bus_id(&other, bus.c_str()) != 0)
+            return Status::unsupported("GPU " + bus + " of " + describe(r) + " is not visible to this process");
+        if (!a.device_can_access_peer || a.device_can_access_peer(&can, me, other) != 0 || !can)
+            return Status::unsupported("no peer access from GPU " + bus_id_ + " to GPU " + bus);
+    }
+    return Status::ok();
+}
+
+void DeviceTeam::log_ready() const
+{
+    if (setup_.rank != 0 || !logs(setup_, 1)) return;
+    std::string gpus;
+    for (const auto &b : bus_ids_) gpus += (gpus.empty() ? "" : ",") + b;
+    setup_.log->log(1,
+                    "%s: device buffers: node stage on the GPU (CUDA IPC, zero-copy reduce-scatter kernel lower "
+                    "rank first, copy-engine allgather), %d ranks on GPU(s) %s, %d SMs",
+                    setup_.name.c_str(), setup_.size, gpus.c_str(), kernels_->multiprocessors());
+}
+
+// Several nodes: GPUDirect RDMA would need UCX built with CUDA memory support and
+// the NIC within coll_gpurdma_gdr_level of the GPU. RMA from GPU memory is not
+// implemented yet, so the verdict is computed and printed, and the data stages.
+void DeviceTeam::log_inter_node_verdict() const
+{
+    if (!logs(setup_, 1)) return;
+    std::string ucx_why = "UCX not offered", ucx_cuda = "unknown";
+    if (auto *ucx = setup_.ucx ? setup_.ucx(&ucx_why) : nullptr) {
+        ucp_context_attr_t attr{};
+        attr.field_mask = UCP_ATTR_FIELD_MEMORY_TYPES;
+        if (ucp_context_query(ucx->context(), &attr) == UCS_OK)
+            ucx_cuda = (attr.memory_types & UCS_BIT(UCS_MEMORY_TYPE_CUDA)) ? "yes" : "no";
+    } else {
+        ucx_cuda = "no (" + ucx_why + ")";
+    }
+    topo::PathLevel allowed = topo::PathLevel::PXB;
+    const char *configured = setup_.config && setup_.config->gdr_level ? setup_.config->gdr_level : "PXB";
+    topo::parse_path_level(configured, &allowed);
+    std::string distance = "no RDMA NIC chosen";
+    bool near = false;
+    if (!setup_.rail_device.empty()) {
+        const std::string bus = bus_id_of(ctx_);  // the GPU of the buffers, not whatever is current
+        topo::PathLevel level = topo::PathLevel::SYS;
+        const Status known = topo::gpu_nic_level(bus, setup_.rail_device, &level);
+        near = level <= allowed;
+        distance = "GPU " + bus + " to NIC " + setup_.rail_device + ": " + topo::path_level_name(level) +
+                   (known.is_ok() ? "" : " (" + known.message() + ")");
+    }
+    setup_.log->log(1,
+                    "%s: rank %d device buffers across nodes: staged through host memory, then the host algorithm. "
+                    "GPUDirect RDMA check: UCX CUDA memory support %s; %s; coll_gpurdma_gdr_level %s -> %s; "
+                    "RMA straight from GPU memory is not implemented yet",
+                    setup_.name.c_str(), setup_.rank, ucx_cuda.c_str(), distance.c_str(),
+                    topo::path_level_name(allowed), near && ucx_cuda == "yes" ? "would be eligible" : "not eligible");
+}
+
+}  // namespace gpurdma::gpu

@@ -1,0 +1,104 @@
+// A communicator's device set-up, done once by every rank together on its first call
+// with GPU buffers: the driver, the kernels and a stream of our own on the context of
+// that buffer, the node-shared control block (one slot per rank), the peer access
+// checks, and the verdict, agreed by every rank: the device path (one node, GPUs that
+// reach each other or one GPU shared by the ranks) or staging through host memory
+// (several nodes, no peer access, no kernels, ...; across nodes the GPUDirect RDMA
+// verdict is printed). Every resource is released in the destructor.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/log.h"
+#include "base/status.h"
+#include "base/text.h"
+#include "gpu/cuda_driver.h"
+#include "gpu/ipc_cache.h"
+#include "gpu/kernel_module.h"
+#include "gpurdma/gpurdma.h"
+
+namespace gpurdma::transport {
+class ShmSegment;
+class UcxContext;
+}  // namespace gpurdma::transport
+
+namespace gpurdma::gpu {
+
+// What the device path needs from its communicator and context.
+struct DeviceSetup {
+    int rank = 0, size = 1;
+    std::string name;  // the communicator, for messages
+    std::string host;  // this host (topo::this_host())
+    gpurdma_bootstrap_t bootstrap{};
+    const Logger *log = nullptr;
+    const gpurdma_config_t *config = nullptr;  // gdr_level, ...
+    std::string rail_device;                   // this process's NIC ("" = UCX's choice)
+    std::function<transport::UcxContext *(std::string *why)> ucx;  // starts UCX on demand (inter-node verdict)
+};
+
+// One per rank in the node-shared control block. Stage words only grow (call
+// numbers), so nothing is ever reset; the data fields of call k stay untouched until
+// every peer has passed call k's last stage. A failed rank or-s kFail into the words
+// it will not reach, so that its peers stop too.
+struct ControlSlot {
+    static constexpr uint64_t kFail = uint64_t(1) << 63;
+    alignas(64) std::atomic<uint64_t> posted;    // call whose fields below are valid
+    alignas(64) std::atomic<uint64_t> reduced;   // call whose slice this rank has reduced
+    alignas(64) std::atomic<uint64_t> gathered;  // call this rank has finished (buffers free)
+    alignas(64) uint32_t vote;                   // 1: this rank can take the device path
+    uint64_t src_id, dst_id;                     // buffer IDs (cache keys)
+    uint64_t src_offset, dst_offset;             // pointer minus allocation base
+    CUipcMemHandle src_handle, dst_handle;
+};
+static_assert(std::atomic<uint64_t>::is_always_lock_free, "stage words are shared between processes");
+
+class DeviceTeam {
+public:
+    // Collective: every rank calls it, with the first device buffer it was given.
+    // Ok: *team is ready for the device path. Unsupported (every rank alike, the same
+    // message, "rank R on host H: why" when one rank refused): this communicator
+    // stages through host memory. Another error: the bootstrap failed.
+    static Status create(const DeviceSetup &setup, const PointerInfo &buffer, std::unique_ptr<DeviceTeam> *team);
+    ~DeviceTeam();
+    DeviceTeam(const DeviceTeam &) = delete;
+    DeviceTeam &operator=(const DeviceTeam &) = delete;
+
+    const DeviceSetup &setup() const { return setup_; }
+    CUcontext context() const { return ctx_; }
+    CUstream stream() const { return stream_; }
+    ReduceKernels &kernels() const { return *kernels_; }
+    IpcCache &ipc() const { return *ipc_; }
+    // Size 1 has no control block.
+    ControlSlot &slot(int rank) const;
+    // "rank 3 on host b".
+    std::string describe(int rank) const { return describe_rank(rank, hosts_); }
+
+    // Whether everything enqueued on the stream has finished (cuStreamQuery), without waiting.
+    Status stream_done(bool *done) const;
+
+private:
+    DeviceTeam(DeviceSetup setup, CUcontext ctx);
+    Status open_local();
+    Status read_records(const std::vector<std::string> &records, std::string *segment_name);
+    Status attach_and_check_peers(const std::string &segment_name);
+    void log_ready() const;
+    void log_inter_node_verdict() const;
+
+    DeviceSetup setup_;
+    CUcontext ctx_;
+    std::string bus_id_;                 // this rank's GPU
+    std::vector<std::string> hosts_;     // every rank's host
+    std::vector<std::string> bus_ids_;   // every rank's GPU
+    // Release order (the destructor): mappings, kernels, stream, then the segment.
+    std::unique_ptr<transport::ShmSegment> segment_;
+    CUstream stream_ = nullptr;
+    std::unique_ptr<ReduceKernels> kernels_;
+    std::unique_ptr<IpcCache> ipc_;
+};
+
+}  // namespace gpurdma::gpu

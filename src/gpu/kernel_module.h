@@ -1,0 +1,52 @@
+// The kernel loader: the reduction kernels on one CUDA context, from the fatbin that
+// nvcc built and fatbin_blob.cpp embeds, loaded with cuModuleLoadData; kernels looked
+// up by name once, launched with cuLaunchKernel on a grid sized to the device.
+// Unloaded in the destructor.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <memory>
+
+#include "base/status.h"
+#include "gpu/cuda_driver.h"
+#include "gpurdma/gpurdma.h"
+
+namespace gpurdma::gpu {
+
+struct EmbeddedImage {
+    const void *data;
+    size_t size;
+};
+
+// The fatbin built by nvcc at build time ({nullptr, 0} in a host-only build).
+EmbeddedImage embedded_kernels();
+
+class ReduceKernels {
+public:
+    // Loads the module into ctx. Fails (GPURDMA_ERR_UNSUPPORTED, with the reason) if it
+    // cannot: no kernels built, no SASS/PTX for this GPU, a driver older than the toolkit, ...
+    static Status load(CUcontext ctx, std::unique_ptr<ReduceKernels> *kernels);
+    ~ReduceKernels();
+    ReduceKernels(const ReduceKernels &) = delete;
+    ReduceKernels &operator=(const ReduceKernels &) = delete;
+
+    // dst[i] = src[0][i] OP ... OP src[nsrc-1][i], enqueued on stream (async).
+    // Fails if the pair has no kernel or the launch fails.
+    Status reduce(gpurdma_op_t op, gpurdma_dtype_t dtype, void *dst, const void *const *src, int nsrc, size_t count,
+                  CUstream stream);
+
+    CUcontext context() const { return ctx_; }
+    int multiprocessors() const { return sms_; }
+
+private:
+    ReduceKernels(CUcontext ctx, CUmodule module, int sms) : ctx_(ctx), module_(module), sms_(sms) {}
+    Status function(gpurdma_op_t op, gpurdma_dtype_t dtype, CUfunction *f);
+
+    CUcontext ctx_;
+    CUmodule module_;
+    int sms_;
+    std::array<CUfunction, GPURDMA_OP_COUNT * GPURDMA_DTYPE_COUNT> functions_{};
+};
+
+}  // namespace gpurdma::gpu
