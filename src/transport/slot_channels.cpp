@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <stdexcept>
 #include <thread>
 
 namespace gpurdma::transport {
@@ -18,12 +17,22 @@ SlotChannels::SlotChannels(int rank, int size, const PeerListFn &peers, int slot
         Link &l = links_[i];
         l.rank = peer_ranks_[i];
         const std::vector<int> theirs = peers(l.rank);
-        const auto at = std::lower_bound(theirs.begin(), theirs.end(), rank);
-        if (at == theirs.end() || *at != rank) throw std::logic_error("peer relation is not symmetric");
-        l.index_there = static_cast<int>(at - theirs.begin());
+        // The relation is symmetric (node members; UcxChannels::create checks it): we are in their list.
+        l.index_there = static_cast<int>(std::lower_bound(theirs.begin(), theirs.end(), rank) - theirs.begin());
         l.remote = layout_;
         l.remote.neighbors = static_cast<int>(theirs.size());
     }
+}
+
+Status SlotChannels::symmetric(int rank, const PeerListFn &peers)
+{
+    for (int p : peers(rank)) {
+        const std::vector<int> theirs = peers(p);
+        if (!std::binary_search(theirs.begin(), theirs.end(), rank))
+            return Status::error(GPURDMA_ERR_TRANSPORT, "peer relation is not symmetric: rank " + std::to_string(p) +
+                                                            " does not list rank " + std::to_string(rank));
+    }
+    return Status::ok();
 }
 
 int SlotChannels::link_index(int peer) const

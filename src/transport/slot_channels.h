@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "base/status.h"
 #include "transport/channel_layout.h"
 #include "transport/transport.h"
 
@@ -42,7 +43,9 @@ protected:
         uint64_t received = 0;
     };
 
+    // peers must be symmetric: symmetric() says whether a relation is.
     SlotChannels(int rank, int size, const PeerListFn &peers, int slots, size_t slot_size);
+    static Status symmetric(int rank, const PeerListFn &peers);
     // Must be called once the region exists.
     void attach_region(char *base) { base_ = base; }
 

@@ -19,6 +19,8 @@ UcxChannels::UcxChannels(UcxContext &context, int rank, int size, const PeerList
 Status UcxChannels::create(UcxContext &context, int rank, int size, const PeerListFn &peers, int slots,
                            size_t slot_size, std::unique_ptr<UcxChannels> *out)
 {
+    const Status symmetric_peers = symmetric(rank, peers);
+    if (!symmetric_peers.is_ok()) return symmetric_peers;
     std::unique_ptr<UcxChannels> channels(new UcxChannels(context, rank, size, peers, slots, slot_size));
     const Status registered = RegisteredRegion::create(context.context(), channels->layout_.bytes(),
                                                        &channels->region_);
