@@ -3,7 +3,7 @@
 # each target for a bounded time, under ASan + UBSan:
 #   fuzz_topology     coll_gpurdma_logical_nodes parsing + the topology built from it
 #   fuzz_device_list  coll_gpurdma_net_devices parsing + the rail choice
-#   fuzz_wire         the set-up record reader (src/core/wire.h)
+#   fuzz_wire         the set-up record reader (src/setup/wire.h)
 # Targets live in tests/fuzz/. Usage: contrib/fuzz.sh [SECONDS_PER_TARGET (60)] [TARGET...]
 # Work directory (corpora, crash inputs, logs): $GPURDMA_FUZZ_DIR (default /tmp/gpurdma-fuzz).
 # Exit status: 0 if no target crashed, 1 otherwise (the crashing inputs are kept).

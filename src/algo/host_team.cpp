@@ -112,40 +112,9 @@ Status HostTeam::connect_media()
                                                   Selector::shared_memory(topo_, rank, plan_, cfg.slots));
     ucx_ = std::make_unique<transport::UcxMedium>(
         rank, setup_.size, [this](int r) { return remote_peers(r); }, cfg.slots, cfg.chunk_size, setup_.ucx, hosts_);
-    transport::Medium *media[] = {shm_.get(), ucx_.get()};
-
-    // Round 2: local resources, then everyone's records. A rank that failed still
-    // takes part (ok = 0) so that every rank reaches the same verdict in the vote.
-    wire::Writer parts;
-    Status mine;
-    for (transport::Medium *m : media)
-        if (mine.is_ok()) mine = m->setup(parts);
-    wire::Writer w;
-    w.u32(mine.is_ok() ? 1 : 0);
-    w.str(mine.is_ok() ? parts.take() : std::string());
-    std::vector<std::string> records;
-    const Status exchanged = agreement_.exchange(w.take(), &records);
-    if (!exchanged.is_ok()) return exchanged;
-    std::vector<std::string> media_parts(records.size());
-    bool everyone = true;  // a rank that failed says why in the vote; the others only wait for it
-    for (size_t r = 0; r < records.size() && mine.is_ok(); ++r) {
-        wire::Reader rd(records[r]);
-        uint32_t ok = 0;
-        if (!rd.u32(&ok) || !rd.str(&media_parts[r]))
-            mine = Status::unsupported(describe_rank(static_cast<int>(r), hosts_) + " sent an unreadable set-up record");
-        everyone = everyone && ok;
-    }
-    if (mine.is_ok() && everyone) {
-        std::vector<wire::Reader> readers;
-        for (const std::string &p : media_parts) readers.emplace_back(p);
-        for (transport::Medium *m : media)
-            if (mine.is_ok()) mine = m->connect(readers);
-    }
-
-    // Round 3: agree. Only then may the node's segment name go away.
-    const Status verdict = agreement_.vote(mine, hosts_);
-    if (!verdict.is_ok()) return verdict;
-    for (transport::Medium *m : media) m->connected();
+    // Rounds 2 and 3: the media set up, exchange records, connect, vote.
+    const Status connected = transport::connect_media(agreement_, {shm_.get(), ucx_.get()}, hosts_);
+    if (!connected.is_ok()) return connected;
     std::vector<bool> local(static_cast<size_t>(setup_.size), false);
     for (int m : node_members()) local[static_cast<size_t>(m)] = true;
     router_ = std::make_unique<transport::Router>(std::move(local), shm_->channels(), ucx_->channels());

@@ -2,9 +2,9 @@
 // Shared by the kernels (nvcc) and the host code that launches them (g++), so it
 // holds only constexpr data and plain structs.
 //
-// The element-type map and the validity rule repeat type_map.h's on purpose
-// (that one is private to the host kernels); tests/unit/test_device.cpp checks
-// that device_supported() is exactly the host's supported() minus long double.
+// The validity rule is op_rules.h's, shared with the host kernels;
+// tests/unit/test_device.cpp checks that device_supported() is exactly the host's
+// supported() minus long double.
 #ifndef GPURDMA_REDUCE_REDUCE_DEVICE_H
 #define GPURDMA_REDUCE_REDUCE_DEVICE_H
 
@@ -14,6 +14,7 @@
 #include <cstring>
 
 #include "gpurdma/gpurdma.h"
+#include "reduce/op_rules.h"
 
 namespace gpurdma::reduce::device {
 
@@ -35,7 +36,7 @@ constexpr bool is_long_double(gpurdma_dtype_t d)
     return d == GPURDMA_LONG_DOUBLE || d == GPURDMA_LONG_DOUBLE_COMPLEX || d == GPURDMA_LONG_DOUBLE_INT;
 }
 
-enum class Kind { Integer, Floating, Logical, Byte, Complex, Pair, None };
+using reduce::Kind;  // the MPI standard's type groups (op_rules.h)
 
 constexpr Kind kind_of(gpurdma_dtype_t d)
 {
@@ -55,24 +56,7 @@ constexpr Kind kind_of(gpurdma_dtype_t d)
 }
 
 // The MPI standard's valid (op, type group) pairs, for the types the GPU handles.
-constexpr bool device_supported(gpurdma_op_t op, gpurdma_dtype_t d)
-{
-    const bool arith = op == GPURDMA_SUM || op == GPURDMA_PROD;
-    const bool minmax = op == GPURDMA_MIN || op == GPURDMA_MAX;
-    const bool logical = op == GPURDMA_LAND || op == GPURDMA_LOR || op == GPURDMA_LXOR;
-    const bool bitwise = op == GPURDMA_BAND || op == GPURDMA_BOR || op == GPURDMA_BXOR;
-    const bool loc = op == GPURDMA_MAXLOC || op == GPURDMA_MINLOC;
-    switch (kind_of(d)) {
-        case Kind::Integer: return arith || minmax || logical || bitwise;
-        case Kind::Floating: return arith || minmax;
-        case Kind::Logical: return logical;
-        case Kind::Byte: return bitwise;
-        case Kind::Complex: return arith;
-        case Kind::Pair: return loc;
-        case Kind::None: return false;
-    }
-    return false;
-}
+constexpr bool device_supported(gpurdma_op_t op, gpurdma_dtype_t d) { return valid_op(op, kind_of(d)); }
 
 // Whether two results are the same element: every byte, except the padding of the
 // value/index pairs (MPI_SHORT_INT, MPI_DOUBLE_INT, ...), which no op defines.

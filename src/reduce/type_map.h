@@ -11,14 +11,14 @@
 #include "reduce/element_types.h"
 #include "reduce/functors.h"
 #include "reduce/half.h"
+#include "reduce/op_rules.h"
 
 namespace gpurdma::reduce::types {
 
 constexpr std::size_t kOps = GPURDMA_OP_COUNT;
 constexpr std::size_t kDtypes = GPURDMA_DTYPE_COUNT;
 
-// What the MPI standard groups C types into for the purpose of valid ops.
-enum class Kind { Integer, Floating, Logical, Byte, Complex, Pair };
+using reduce::Kind;  // the MPI standard's type groups (op_rules.h)
 
 template <typename T, Kind K>
 struct Layout {
@@ -75,22 +75,7 @@ template <> struct Op<GPURDMA_MAXLOC> { using type = MaxLoc; };
 template <> struct Op<GPURDMA_MINLOC> { using type = MinLoc; };
 
 // The MPI standard's table of valid (op, type-group) pairs, C types only.
-constexpr bool valid(gpurdma_op_t op, Kind kind) {
-    const bool arith = op == GPURDMA_SUM || op == GPURDMA_PROD;
-    const bool minmax = op == GPURDMA_MIN || op == GPURDMA_MAX;
-    const bool logical = op == GPURDMA_LAND || op == GPURDMA_LOR || op == GPURDMA_LXOR;
-    const bool bitwise = op == GPURDMA_BAND || op == GPURDMA_BOR || op == GPURDMA_BXOR;
-    const bool loc = op == GPURDMA_MAXLOC || op == GPURDMA_MINLOC;
-    switch (kind) {
-        case Kind::Integer: return arith || minmax || logical || bitwise;
-        case Kind::Floating: return arith || minmax;
-        case Kind::Logical: return logical;
-        case Kind::Byte: return bitwise;
-        case Kind::Complex: return arith;
-        case Kind::Pair: return loc;
-    }
-    return false;
-}
+constexpr bool valid(gpurdma_op_t op, Kind kind) { return valid_op(op, kind); }
 
 // Whether the functor adds products of floating-point values: the only kernels a
 // compiler can turn into fused multiply-adds (complex PROD).

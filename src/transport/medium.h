@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "setup/agreement.h"
 #include "setup/wire.h"
 
 namespace gpurdma::transport {
@@ -35,5 +36,12 @@ public:
     // (returned all landing slots). False: they did not in time.
     virtual bool drain(double seconds) = 0;
 };
+
+// Rounds 2 and 3 of a set-up over these media: each writes its part of this rank's
+// record, one exchange, each connects from everyone's parts (only if every rank could
+// set up), the vote (a refusing rank's reason reaches every rank, named through
+// hosts), then connected(). Not ok: every rank got the same verdict.
+Status connect_media(setup::Agreement &agreement, const std::vector<Medium *> &media,
+                     const std::vector<std::string> &hosts);
 
 }  // namespace gpurdma::transport

@@ -84,41 +84,6 @@ std::vector<int> remote_peers(const topo::Topology &t, int rank)
     return out;
 }
 
-// Rounds 2 and 3 of the set-up, as the host team runs them: every medium writes its
-// part of this rank's record, one exchange, every medium connects from everyone's
-// parts (only if every rank could set up), the vote, then connected().
-Status connect_media(setup::Agreement &agreement, const std::vector<transport::Medium *> &media,
-                     const std::vector<std::string> &hosts)
-{
-    wire::Writer parts;
-    Status mine;
-    for (transport::Medium *m : media)
-        if (mine.is_ok()) mine = m->setup(parts);
-    wire::Writer w;
-    w.u32(mine.is_ok() ? 1 : 0);
-    w.str(mine.is_ok() ? parts.take() : std::string());
-    std::vector<std::string> records;
-    const Status exchanged = agreement.exchange(w.take(), &records);
-    if (!exchanged.is_ok()) return exchanged;
-    std::vector<std::string> media_parts(records.size());
-    bool everyone = true;
-    for (size_t r = 0; r < records.size() && mine.is_ok(); ++r) {
-        wire::Reader rd(records[r]);
-        uint32_t ok = 0;
-        if (!rd.u32(&ok) || !rd.str(&media_parts[r])) mine = Status::unsupported("unreadable record");
-        everyone = everyone && ok;
-    }
-    if (mine.is_ok() && everyone) {
-        std::vector<wire::Reader> readers;
-        for (const std::string &p : media_parts) readers.emplace_back(p);
-        for (transport::Medium *m : media)
-            if (mine.is_ok()) mine = m->connect(readers);
-    }
-    const Status verdict = agreement.vote(mine, hosts);
-    if (!verdict.is_ok()) return verdict;
-    for (transport::Medium *m : media) m->connected();
-    return Status::ok();
-}
 
 bool name_exists(const std::string &shm_name)
 {
@@ -158,7 +123,7 @@ int run_rank(const MediaCase &c, int rank, int size, gpurdma_bootstrap_t boot, S
     check.equal(m.shm->name(), "shared memory", "ShmMedium::name");
     check.equal(m.ucx->name(), "UCX", "UcxMedium::name");
 
-    const Status up = connect_media(agreement, {m.shm.get(), m.ucx.get()}, c.nodes);
+    const Status up = transport::connect_media(agreement, {m.shm.get(), m.ucx.get()}, c.nodes);
     // The node's first rank created the segment; only it may remove the name.
     const bool creator = members.size() > 1 && members[0] == rank;
     const std::string segment = creator && m.shm->segment() ? m.shm->segment()->name() : std::string();

@@ -26,11 +26,7 @@
 #include "exec/task.h"
 
 using gpurdma::Status;
-using gpurdma::exec::ProgressLoop;
-using gpurdma::exec::State;
-using gpurdma::exec::Task;
-using gpurdma::exec::WaitPolicy;
-using gpurdma::exec::WaitSite;
+using namespace gpurdma::exec;  // the loop under test and its task interface
 
 namespace {
 std::atomic<unsigned long> yields{0};
