@@ -17,8 +17,13 @@ struct AlgorithmInfo {
     const char *help;
 };
 
-// Every algorithm once, in enum order; *count gets how many.
+// Every algorithm once, in the order the parameter lists them; *count gets how many.
 const AlgorithmInfo *algorithm_table(size_t *count);
+
+// The spellings the parameter takes, by index: every algorithm's first ("auto", "node",
+// "ring", "rd", "hier"), then the aliases ("recursive_doubling", "hierarchical");
+// nullptr past the last (the shim's MCA enum is built from them).
+const char *algorithm_spelling(size_t index);
 
 // Any spelling of the table ("" is auto). False if the text names no algorithm.
 bool parse_algorithm(const std::string &text, Algorithm *out);

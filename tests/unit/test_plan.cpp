@@ -60,7 +60,7 @@ TEST(Planner, AlgorithmTableNamesEveryAlgorithmOnce)
     const AlgorithmInfo *table = algorithm_table(&n);
     ASSERT_EQ(n, 5u);
     for (size_t i = 0; i < n; ++i) {
-        EXPECT_EQ(static_cast<size_t>(table[i].algorithm), i) << "enum order";
+        for (size_t j = 0; j < i; ++j) EXPECT_NE(table[i].algorithm, table[j].algorithm) << "once";
         EXPECT_STREQ(algorithm_name(table[i].algorithm), table[i].name);
         EXPECT_TRUE(table[i].help && *table[i].help);
         ASSERT_TRUE(table[i].spellings[0]);
@@ -75,6 +75,10 @@ TEST(Planner, AlgorithmTableNamesEveryAlgorithmOnce)
     EXPECT_TRUE(parse_algorithm("", &a));
     EXPECT_EQ(a, Algorithm::Auto);
     for (const char *s : {"recursive_doubling", "hierarchical", "node"}) EXPECT_TRUE(parse_algorithm(s, &a)) << s;
+    // The parameter's spellings in its order, first names then aliases.
+    const char *const spellings[] = {"auto", "node", "ring", "rd", "hier", "recursive_doubling", "hierarchical"};
+    for (size_t i = 0; i < 7; ++i) EXPECT_STREQ(algorithm_spelling(i), spellings[i]) << i;
+    EXPECT_EQ(algorithm_spelling(7), nullptr);
     EXPECT_STREQ(algorithm_name(Algorithm::RecursiveDoubling), "recursive-doubling");
     EXPECT_STREQ(algorithm_name(Algorithm::Hierarchical), "hierarchical");
 }
