@@ -5,6 +5,7 @@
 #include <cstring>
 #include <limits>
 
+#include "plan/algorithms.h"
 #include "plan/cost_model.h"
 
 namespace gpurdma::params {
@@ -240,9 +241,8 @@ const gpurdma_param_info_t *gpurdma_param_info(int index)
 // When plan/algorithms.h owns the names table (issue 15), only this function changes.
 const char *gpurdma_algorithm_name(int index)
 {
-    static const char *const names[] = {"auto", "node", "ring", "rd", "hier", "recursive_doubling", "hierarchical"};
-    constexpr int n = static_cast<int>(sizeof names / sizeof names[0]);
-    return index >= 0 && index < n ? names[index] : nullptr;
+    // The names live in plan/algorithms.cpp's table, with the algorithms themselves.
+    return index >= 0 ? gpurdma::plan::algorithm_spelling(static_cast<size_t>(index)) : nullptr;
 }
 
 }  // extern "C"
