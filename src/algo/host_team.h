@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "base/noncopyable.h"
 #include "base/log.h"
 #include "base/status.h"
 #include "exec/progress.h"
@@ -53,14 +54,12 @@ struct HostSetup {
     std::function<bool(wire::Reader &, std::string *differing)> compare_agreed;
 };
 
-class HostTeam {
+class HostTeam : private NonCopyable {
 public:
     // Runs the set-up. Not ok: every rank declines alike; the message says why.
     static Status create(HostSetup setup, std::unique_ptr<HostTeam> *out);
     // Lets peers return our landing slots (bounded), then releases router, channels, segment.
     ~HostTeam();
-    HostTeam(const HostTeam &) = delete;
-    HostTeam &operator=(const HostTeam &) = delete;
 
     const HostSetup &setup() const { return setup_; }
     int rank() const { return setup_.rank; }

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <string>
 
+#include "base/noncopyable.h"
 #include "base/status.h"
 
 namespace gpurdma::gpu {
@@ -125,12 +126,10 @@ private:
 
 // Makes a context current for a scope and restores the previous one (RAII), so the
 // caller's current context is never changed behind its back.
-class ContextScope {
+class ContextScope : private NonCopyable {
 public:
     explicit ContextScope(CUcontext ctx);
     ~ContextScope();
-    ContextScope(const ContextScope &) = delete;
-    ContextScope &operator=(const ContextScope &) = delete;
 
 private:
     bool pushed_ = false;

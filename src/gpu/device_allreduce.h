@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "base/noncopyable.h"
 #include "algo/algorithm.h"
 #include "base/status.h"
 #include "gpu/device_team.h"
@@ -28,12 +29,10 @@ namespace gpurdma::gpu {
 // True if the call's send or receive buffer is GPU device memory (CUDA driver loaded at run time).
 bool touches_device_memory(const algo::Call &call);
 
-class DeviceAllreduce : public algo::Algorithm {
+class DeviceAllreduce : public algo::Algorithm, private NonCopyable {
 public:
     explicit DeviceAllreduce(DeviceSetup setup);
     ~DeviceAllreduce() override;
-    DeviceAllreduce(const DeviceAllreduce &) = delete;
-    DeviceAllreduce &operator=(const DeviceAllreduce &) = delete;
 
     // The first call does the collective device set-up (every rank calls start for the
     // same call). Unsupported (the same on every rank) when this communicator or this

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "base/noncopyable.h"
 #include "base/log.h"
 #include "base/status.h"
 #include "base/text.h"
@@ -57,7 +58,7 @@ struct ControlSlot {
 };
 static_assert(std::atomic<uint64_t>::is_always_lock_free, "stage words are shared between processes");
 
-class DeviceTeam {
+class DeviceTeam : private NonCopyable {
 public:
     // Collective: every rank calls it, with the first device buffer it was given.
     // Ok: *team is ready for the device path. Unsupported (every rank alike, the same
@@ -65,8 +66,6 @@ public:
     // stages through host memory. Another error: the bootstrap failed.
     static Status create(const DeviceSetup &setup, const PointerInfo &buffer, std::unique_ptr<DeviceTeam> *team);
     ~DeviceTeam();
-    DeviceTeam(const DeviceTeam &) = delete;
-    DeviceTeam &operator=(const DeviceTeam &) = delete;
 
     const DeviceSetup &setup() const { return setup_; }
     CUcontext context() const { return ctx_; }

@@ -12,12 +12,13 @@
 #include <string>
 #include <utility>
 
+#include "base/noncopyable.h"
 #include "base/status.h"
 #include "gpu/cuda_driver.h"
 
 namespace gpurdma::gpu {
 
-class IpcCache {
+class IpcCache : private NonCopyable {
 public:
     // How a handle is opened and closed; the CUDA driver in production, fakes in tests.
     struct Ops {
@@ -28,8 +29,6 @@ public:
 
     IpcCache(size_t capacity, Ops ops) : capacity_(capacity), ops_(std::move(ops)) {}
     ~IpcCache() { clear(); }
-    IpcCache(const IpcCache &) = delete;
-    IpcCache &operator=(const IpcCache &) = delete;
 
     // Marks the start of a call: mappings used from now on are not evicted until the next one.
     void begin_call() { ++epoch_; }

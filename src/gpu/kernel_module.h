@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <memory>
 
+#include "base/noncopyable.h"
 #include "base/status.h"
 #include "gpu/cuda_driver.h"
 #include "gpurdma/gpurdma.h"
@@ -22,14 +23,12 @@ struct EmbeddedImage {
 // The fatbin built by nvcc at build time ({nullptr, 0} in a host-only build).
 EmbeddedImage embedded_kernels();
 
-class ReduceKernels {
+class ReduceKernels : private NonCopyable {
 public:
     // Loads the module into ctx. Fails (GPURDMA_ERR_UNSUPPORTED, with the reason) if it
     // cannot: no kernels built, no SASS/PTX for this GPU, a driver older than the toolkit, ...
     static Status load(CUcontext ctx, std::unique_ptr<ReduceKernels> *kernels);
     ~ReduceKernels();
-    ReduceKernels(const ReduceKernels &) = delete;
-    ReduceKernels &operator=(const ReduceKernels &) = delete;
 
     // dst[i] = src[0][i] OP ... OP src[nsrc-1][i], enqueued on stream (async).
     // Fails if the pair has no kernel or the launch fails.

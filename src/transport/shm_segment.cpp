@@ -9,7 +9,6 @@
 #include <cerrno>
 #include <cstring>
 #include <random>
-#include <stdexcept>
 
 namespace gpurdma::transport {
 
@@ -40,12 +39,6 @@ Status map_and_close(int fd, size_t bytes, const std::string &name, char **base)
     if (p == MAP_FAILED) return sys_error("mmap of shared segment " + name, err);
     *base = static_cast<char *>(p);
     return Status::ok();
-}
-
-std::unique_ptr<ShmSegment> or_throw(const Status &status, std::unique_ptr<ShmSegment> segment)
-{
-    if (!status.is_ok()) throw std::runtime_error(status.message());
-    return segment;
 }
 
 }  // namespace
@@ -89,20 +82,6 @@ Status ShmSegment::attach(const std::string &name, size_t bytes, std::unique_ptr
     if (!mapped.is_ok()) return mapped;
     out->reset(new ShmSegment(name, base, bytes, false));
     return Status::ok();
-}
-
-std::unique_ptr<ShmSegment> ShmSegment::create(size_t bytes)
-{
-    std::unique_ptr<ShmSegment> segment;
-    const Status status = create(bytes, &segment);
-    return or_throw(status, std::move(segment));
-}
-
-std::unique_ptr<ShmSegment> ShmSegment::attach(const std::string &name, size_t bytes)
-{
-    std::unique_ptr<ShmSegment> segment;
-    const Status status = attach(name, bytes, &segment);
-    return or_throw(status, std::move(segment));
 }
 
 void ShmSegment::unlink()

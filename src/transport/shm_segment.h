@@ -7,23 +7,18 @@
 #include <memory>
 #include <string>
 
+#include "base/noncopyable.h"
 #include "base/status.h"
 
 namespace gpurdma::transport {
 
-class ShmSegment {
+class ShmSegment : private NonCopyable {
 public:
     // A new segment of `bytes` under a fresh name, or why not (e.g. /dev/shm full).
     static Status create(size_t bytes, std::unique_ptr<ShmSegment> *out);
     // A node peer's segment by its name: refused unless ours, private and of that size.
     static Status attach(const std::string &name, size_t bytes, std::unique_ptr<ShmSegment> *out);
-    // The same, throwing std::runtime_error: only for core/device_allreduce.cpp until
-    // the gpu/ classes replace it.
-    static std::unique_ptr<ShmSegment> create(size_t bytes);
-    static std::unique_ptr<ShmSegment> attach(const std::string &name, size_t bytes);
     ~ShmSegment();
-    ShmSegment(const ShmSegment &) = delete;
-    ShmSegment &operator=(const ShmSegment &) = delete;
 
     char *base() const { return base_; }
     size_t bytes() const { return bytes_; }

@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/noncopyable.h"
 #include "base/status.h"
 
 namespace gpurdma::transport {
@@ -61,15 +62,13 @@ std::vector<std::pair<std::string, std::string>> ucx_ib_config(const UcxIbSettin
 // ("TCP_", "IB_") directly, for that UCX version (see ucx_ib_config).
 std::string uct_table_key(const char *prefix, const char *field, unsigned ucx_major, unsigned ucx_minor);
 
-class UcxContext {
+class UcxContext : private NonCopyable {
 public:
     // Starts a context and its worker, or says why not (UCX's reason).
     // tls: UCX_TLS for our context ("" = UCX's); net_devices: UCX_NET_DEVICES ("" = UCX's).
     static Status create(const std::string &tls, const std::string &net_devices, const UcxIbSettings &ib,
                          std::unique_ptr<UcxContext> *out);
     ~UcxContext();
-    UcxContext(const UcxContext &) = delete;
-    UcxContext &operator=(const UcxContext &) = delete;
 
     ucp_context_h context() const { return context_; }
     ucp_worker_h worker() const { return worker_; }
@@ -106,12 +105,10 @@ private:
     uint64_t last_channel_id_ = 0;
 };
 
-class UcxEndpoint {
+class UcxEndpoint : private NonCopyable {
 public:
     UcxEndpoint(UcxContext &context, ucp_ep_h ep);
     ~UcxEndpoint();
-    UcxEndpoint(const UcxEndpoint &) = delete;
-    UcxEndpoint &operator=(const UcxEndpoint &) = delete;
     ucp_ep_h get() const { return ep_; }
     // Whether UCX has no transport doing RMA in hardware or shared memory toward this
     // peer (only tcp): then a put is a message plus an acknowledgement anyway.

@@ -8,17 +8,16 @@
 #include <memory>
 #include <string>
 
+#include "base/noncopyable.h"
 #include "base/status.h"
 
 namespace gpurdma::transport {
 
-class RegisteredRegion {
+class RegisteredRegion : private NonCopyable {
 public:
     // Allocates and registers `length` bytes, or says why not.
     static Status create(ucp_context_h context, size_t length, std::unique_ptr<RegisteredRegion> *out);
     ~RegisteredRegion();
-    RegisteredRegion(const RegisteredRegion &) = delete;
-    RegisteredRegion &operator=(const RegisteredRegion &) = delete;
 
     char *base() const { return base_; }
     size_t length() const { return length_; }
@@ -35,13 +34,11 @@ private:
 };
 
 // A peer's region as seen from here: its address and our unpacked key for it.
-class RemoteRegion {
+class RemoteRegion : private NonCopyable {
 public:
     static Status create(ucp_ep_h ep, uint64_t base, const std::string &packed_key,
                          std::unique_ptr<RemoteRegion> *out);
     ~RemoteRegion();
-    RemoteRegion(const RemoteRegion &) = delete;
-    RemoteRegion &operator=(const RemoteRegion &) = delete;
 
     ucp_rkey_h key() const { return rkey_; }
     uint64_t base() const { return base_; }

@@ -156,8 +156,6 @@ TEST(ShmSegment, AttachRefusesWrongModeOrSize)
     auto owner = create(4096);
     EXPECT_TRUE(attach_refused(owner->name(), 8192));
     EXPECT_TRUE(attach_refused("/gpurdma-no-such-segment-" + std::to_string(getpid()), 4096));
-    // The throwing form core/device_allreduce.cpp still uses refuses alike.
-    EXPECT_THROW(ShmSegment::attach(owner->name(), 8192), std::runtime_error);
 }
 
 TEST(ShmSegment, FailedCreateLeavesNothing)
