@@ -8,6 +8,9 @@ cd "$top"
 
 packages=(build-essential autoconf automake libtool pkg-config openmpi-bin libopenmpi-dev
           libucx-dev libhwloc-dev libgtest-dev iproute2 python3 python3-matplotlib procps util-linux)
+# The tree is formatted with Debian 12's clang-format (14); other releases format
+# differently, so contrib/check-format.sh runs there only.
+if [ "$(. /etc/os-release && echo "$VERSION_ID")" = 12 ]; then packages+=(clang-format); fi
 missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

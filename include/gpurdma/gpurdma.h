@@ -20,10 +20,10 @@ typedef enum gpurdma_status {
     GPURDMA_OK = 0,
     GPURDMA_ERR_UNSUPPORTED = 1, /* op/type/shape we do not handle: caller falls back */
     GPURDMA_ERR_NO_RESOURCE = 2, /* set-up could not get memory, endpoints, ... */
-    GPURDMA_ERR_TRANSPORT = 3,   /* a transfer failed in the middle of a collective */
-    GPURDMA_ERR_TIMEOUT = 4,     /* a peer did not answer within the timeout */
-    GPURDMA_ERR_INVALID = 5,     /* bad argument */
-    GPURDMA_ERR_BROKEN = 6       /* communicator disabled by an earlier failure */
+    GPURDMA_ERR_TRANSPORT = 3, /* a transfer failed in the middle of a collective */
+    GPURDMA_ERR_TIMEOUT = 4, /* a peer did not answer within the timeout */
+    GPURDMA_ERR_INVALID = 5, /* bad argument */
+    GPURDMA_ERR_BROKEN = 6 /* communicator disabled by an earlier failure */
 } gpurdma_status_t;
 
 /* Element types. Each names a C layout, not an MPI handle: the shim maps handles. */
@@ -36,21 +36,21 @@ typedef enum gpurdma_dtype {
     GPURDMA_UINT32,
     GPURDMA_INT64,
     GPURDMA_UINT64,
-    GPURDMA_FLOAT,            /* float */
-    GPURDMA_DOUBLE,           /* double */
-    GPURDMA_LONG_DOUBLE,      /* long double (x87 80-bit in 16 bytes on x86-64) */
-    GPURDMA_BOOL,             /* C _Bool, 1 byte */
-    GPURDMA_BYTE,             /* MPI_BYTE: bitwise ops only */
-    GPURDMA_FLOAT_COMPLEX,    /* float _Complex */
-    GPURDMA_DOUBLE_COMPLEX,   /* double _Complex */
+    GPURDMA_FLOAT, /* float */
+    GPURDMA_DOUBLE, /* double */
+    GPURDMA_LONG_DOUBLE, /* long double (x87 80-bit in 16 bytes on x86-64) */
+    GPURDMA_BOOL, /* C _Bool, 1 byte */
+    GPURDMA_BYTE, /* MPI_BYTE: bitwise ops only */
+    GPURDMA_FLOAT_COMPLEX, /* float _Complex */
+    GPURDMA_DOUBLE_COMPLEX, /* double _Complex */
     GPURDMA_LONG_DOUBLE_COMPLEX,
-    GPURDMA_FLOAT_INT,        /* struct { float v; int i; }        MAXLOC/MINLOC */
-    GPURDMA_DOUBLE_INT,       /* struct { double v; int i; } */
-    GPURDMA_LONG_INT,         /* struct { long v; int i; } */
-    GPURDMA_2INT,             /* struct { int v; int i; } */
-    GPURDMA_SHORT_INT,        /* struct { short v; int i; } */
-    GPURDMA_LONG_DOUBLE_INT,  /* struct { long double v; int i; } */
-    GPURDMA_FLOAT16,          /* IEEE binary16 (_Float16, MPIX_C_FLOAT16): SUM, PROD, MIN, MAX,
+    GPURDMA_FLOAT_INT, /* struct { float v; int i; }        MAXLOC/MINLOC */
+    GPURDMA_DOUBLE_INT, /* struct { double v; int i; } */
+    GPURDMA_LONG_INT, /* struct { long v; int i; } */
+    GPURDMA_2INT, /* struct { int v; int i; } */
+    GPURDMA_SHORT_INT, /* struct { short v; int i; } */
+    GPURDMA_LONG_DOUBLE_INT, /* struct { long double v; int i; } */
+    GPURDMA_FLOAT16, /* IEEE binary16 (_Float16, MPIX_C_FLOAT16): SUM, PROD, MIN, MAX,
                                  each step computed in float and rounded to half */
     GPURDMA_DTYPE_COUNT
 } gpurdma_dtype_t;
@@ -86,8 +86,8 @@ const char *gpurdma_status_name(gpurdma_status_t status);
  * fixed (a is the lower-ranked contribution), which is how every rank computes
  * bit-identical floating-point results.
  */
-gpurdma_status_t gpurdma_reduce_local(gpurdma_op_t op, gpurdma_dtype_t dtype, void *dst,
-                                      const void *a, const void *b, size_t count);
+gpurdma_status_t gpurdma_reduce_local(gpurdma_op_t op, gpurdma_dtype_t dtype, void *dst, const void *a, const void *b,
+                                      size_t count);
 
 /* ---- memory types ---- */
 
@@ -115,33 +115,34 @@ typedef void (*gpurdma_log_fn_t)(int level, const char *message);
 
 /* ---- configuration (MCA parameters in the shim) ---- */
 typedef struct gpurdma_config {
-    int verbose;              /* 0 silent, 1 one line per communicator, 2+ per call */
-    size_t chunk_size;        /* pipeline chunk and landing-slot size, bytes */
-    int slots;                /* landing slots per peer channel (pipeline depth) */
-    size_t small_msg_max;     /* largest message for the latency path (one wait on a node, recursive doubling between nodes) */
-    size_t node_chunk_size;   /* block of the one-node shared-memory allreduce, bytes */
-    double timeout_s;         /* longest wait on any peer before a collective fails */
-    const char *algorithm;    /* "auto", "node", "ring", "rd" (recursive doubling) or "hier" */
-    const char *ucx_tls;      /* UCX transports for our own context ("" = UCX default) */
+    int verbose; /* 0 silent, 1 one line per communicator, 2+ per call */
+    size_t chunk_size; /* pipeline chunk and landing-slot size, bytes */
+    int slots; /* landing slots per peer channel (pipeline depth) */
+    size_t
+        small_msg_max; /* largest message for the latency path (one wait on a node, recursive doubling between nodes) */
+    size_t node_chunk_size; /* block of the one-node shared-memory allreduce, bytes */
+    double timeout_s; /* longest wait on any peer before a collective fails */
+    const char *algorithm; /* "auto", "node", "ring", "rd" (recursive doubling) or "hier" */
+    const char *ucx_tls; /* UCX transports for our own context ("" = UCX default) */
     const char *logical_nodes; /* "" by host; "K" or "a,b,c": split hosts into virtual nodes */
-    const char *net_devices;  /* "" nearest RDMA NIC; "mlx5_0:1,..." or "^dev" to restrict; "none" */
-    int cuda;                 /* 1: recognise GPU buffers if a CUDA driver is present; 0: never load it */
-    int local_processes;      /* processes of the job on this host (0: unknown): more than its CPUs means yield when idle */
-    int local_rank;           /* this process's rank among them (-1: unknown): fixes its logical node */
-    double net_alpha_us;      /* cost model: microseconds per message between nodes */
-    double net_gbps;          /* cost model: GB/s between nodes */
-    double shm_alpha_us;      /* cost model: microseconds per message within a node */
-    double shm_gbps;          /* cost model: GB/s within a node */
-    double reduce_gbps;       /* cost model: GB/s of a reduction */
-    int calibrate;            /* 1: communicators that span nodes measure the cost model's links at set-up */
-    double spin_us;           /* a wait longer than this (microseconds) yields the core while it waits; negative:
+    const char *net_devices; /* "" nearest RDMA NIC; "mlx5_0:1,..." or "^dev" to restrict; "none" */
+    int cuda; /* 1: recognise GPU buffers if a CUDA driver is present; 0: never load it */
+    int local_processes; /* processes of the job on this host (0: unknown): more than its CPUs means yield when idle */
+    int local_rank; /* this process's rank among them (-1: unknown): fixes its logical node */
+    double net_alpha_us; /* cost model: microseconds per message between nodes */
+    double net_gbps; /* cost model: GB/s between nodes */
+    double shm_alpha_us; /* cost model: microseconds per message within a node */
+    double shm_gbps; /* cost model: GB/s within a node */
+    double reduce_gbps; /* cost model: GB/s of a reduction */
+    int calibrate; /* 1: communicators that span nodes measure the cost model's links at set-up */
+    double spin_us; /* a wait longer than this (microseconds) yields the core while it waits; negative:
                                  spin until done, unless the host's ranks cannot each have a CPU of their own */
-    const char *gdr_level;    /* farthest GPU-NIC path for GPUDirect RDMA: LOC, PIX, PXB, PHB or SYS
+    const char *gdr_level; /* farthest GPU-NIC path for GPUDirect RDMA: LOC, PIX, PXB, PHB or SYS
                                  (NCCL_NET_GDR_LEVEL's scale); the string must outlive the context */
-    int ib_gid_index;         /* RoCE/IB port GID index of our UCX context (NCCL_IB_GID_INDEX); -1: UCX's */
-    int ib_tc;                /* IB traffic class / RoCEv2 DSCP (NCCL_IB_TC), 0..255; -1: UCX's */
-    int ib_sl;                /* IB service level / RoCEv2 priority (NCCL_IB_SL), 0..15; -1: UCX's */
-    gpurdma_log_fn_t log;     /* may be NULL */
+    int ib_gid_index; /* RoCE/IB port GID index of our UCX context (NCCL_IB_GID_INDEX); -1: UCX's */
+    int ib_tc; /* IB traffic class / RoCEv2 DSCP (NCCL_IB_TC), 0..255; -1: UCX's */
+    int ib_sl; /* IB service level / RoCEv2 priority (NCCL_IB_SL), 0..15; -1: UCX's */
+    gpurdma_log_fn_t log; /* may be NULL */
 } gpurdma_config_t;
 
 /* Every parameter at its default (from the parameter table below); local_rank -1, log NULL. */
@@ -153,18 +154,18 @@ int gpurdma_gdr_level_valid(const char *level);
 /* ---- the parameter table: one row per parameter (coll_gpurdma_<name> in the shim) ---- */
 typedef enum gpurdma_param_type {
     GPURDMA_PARAM_INT = 0, /* int field */
-    GPURDMA_PARAM_SIZE,    /* size_t field, bytes */
-    GPURDMA_PARAM_DOUBLE,  /* double field */
-    GPURDMA_PARAM_STRING,  /* const char * field, free text */
-    GPURDMA_PARAM_ENUM     /* const char * field holding one of value_name(0), value_name(1), ... */
+    GPURDMA_PARAM_SIZE, /* size_t field, bytes */
+    GPURDMA_PARAM_DOUBLE, /* double field */
+    GPURDMA_PARAM_STRING, /* const char * field, free text */
+    GPURDMA_PARAM_ENUM /* const char * field holding one of value_name(0), value_name(1), ... */
 } gpurdma_param_type_t;
 
 typedef struct gpurdma_param_info {
-    const char *name;            /* without the "coll_gpurdma_" prefix: "chunk_size" */
+    const char *name; /* without the "coll_gpurdma_" prefix: "chunk_size" */
     gpurdma_param_type_t type;
-    size_t offset;               /* where it lives: offsetof(gpurdma_config_t, field) */
-    double default_number;       /* INT, SIZE and DOUBLE */
-    const char *default_text;    /* STRING and ENUM */
+    size_t offset; /* where it lives: offsetof(gpurdma_config_t, field) */
+    double default_number; /* INT, SIZE and DOUBLE */
+    const char *default_text; /* STRING and ENUM */
     /* Valid values (checked by gpurdma_config_validate). Numbers: min..max, min itself
      * excluded if min_excluded, a multiple of multiple_of if not 0 (SIZE only); NaN never.
      * STRING: text_valid(text) if set; the core checks some texts itself later
@@ -174,9 +175,9 @@ typedef struct gpurdma_param_info {
     size_t multiple_of;
     int (*text_valid)(const char *text);
     const char *(*value_name)(int index); /* ENUM: the names, NULL past the last; the index is the MCA value */
-    const char *complaint;       /* what the warning says of a bad value: "is not in 1..64" (NULL: ENUM's list) */
-    int info_level;              /* Open MPI's MCA info level, 1 .. 9 */
-    int agreed;                  /* 1: every rank of a communicator must have the same value (set-up checks) */
+    const char *complaint; /* what the warning says of a bad value: "is not in 1..64" (NULL: ENUM's list) */
+    int info_level; /* Open MPI's MCA info level, 1 .. 9 */
+    int agreed; /* 1: every rank of a communicator must have the same value (set-up checks) */
     const char *help;
 } gpurdma_param_info_t;
 
@@ -214,8 +215,7 @@ typedef struct gpurdma_context gpurdma_context_t;
  * Checks the configuration (GPURDMA_ERR_INVALID for bad values). UCX starts later, on
  * the first communicator set-up; if it cannot, that set-up declines on every rank.
  */
-gpurdma_status_t gpurdma_context_create(const gpurdma_config_t *config,
-                                        gpurdma_context_t **context);
+gpurdma_status_t gpurdma_context_create(const gpurdma_config_t *config, gpurdma_context_t **context);
 void gpurdma_context_destroy(gpurdma_context_t *context);
 
 /* Drives the transport once; returns the number of events. Cheap when idle. */
@@ -233,11 +233,10 @@ typedef struct gpurdma_comm_params {
     int rank;
     int size;
     gpurdma_bootstrap_t bootstrap;
-    const char *name;          /* for messages, e.g. "MPI_COMM_WORLD" or "cid 5" */
+    const char *name; /* for messages, e.g. "MPI_COMM_WORLD" or "cid 5" */
 } gpurdma_comm_params_t;
 
-gpurdma_status_t gpurdma_comm_create(gpurdma_context_t *context,
-                                     const gpurdma_comm_params_t *params,
+gpurdma_status_t gpurdma_comm_create(gpurdma_context_t *context, const gpurdma_comm_params_t *params,
                                      gpurdma_comm_t **comm);
 void gpurdma_comm_destroy(gpurdma_comm_t *comm);
 
@@ -248,24 +247,24 @@ void gpurdma_comm_destroy(gpurdma_comm_t *comm);
  * rank alike, for what the caller must hand to another implementation. Other errors
  * leave a message retrievable with gpurdma_comm_last_error.
  */
-gpurdma_status_t gpurdma_allreduce(gpurdma_comm_t *comm, const void *sendbuf, void *recvbuf,
-                                   size_t count, gpurdma_dtype_t dtype, gpurdma_op_t op);
+gpurdma_status_t gpurdma_allreduce(gpurdma_comm_t *comm, const void *sendbuf, void *recvbuf, size_t count,
+                                   gpurdma_dtype_t dtype, gpurdma_op_t op);
 
 /* Text of the last failure on this communicator ("" if none). */
 const char *gpurdma_comm_last_error(const gpurdma_comm_t *comm);
 
 /* Counters, for tests and verbose output. */
 typedef struct gpurdma_comm_stats {
-    uint64_t calls;            /* allreduce calls completed */
-    uint64_t setups;           /* lazy set-ups done (1 after first use) */
-    uint64_t registrations;    /* memory registrations (UCX) made for this communicator */
-    uint64_t shm_segments;     /* shared segments created or attached */
-    uint64_t bytes_put;        /* payload bytes written to peers */
+    uint64_t calls; /* allreduce calls completed */
+    uint64_t setups; /* lazy set-ups done (1 after first use) */
+    uint64_t registrations; /* memory registrations (UCX) made for this communicator */
+    uint64_t shm_segments; /* shared segments created or attached */
+    uint64_t bytes_put; /* payload bytes written to peers */
     uint64_t ring_calls;
     uint64_t rd_calls;
     uint64_t hier_calls;
-    uint64_t device_calls;     /* GPU-buffer calls done on the GPU (not staged through host) */
-    uint64_t node_calls;       /* one-node shared-memory allreduce */
+    uint64_t device_calls; /* GPU-buffer calls done on the GPU (not staged through host) */
+    uint64_t node_calls; /* one-node shared-memory allreduce */
 } gpurdma_comm_stats_t;
 
 void gpurdma_comm_get_stats(const gpurdma_comm_t *comm, gpurdma_comm_stats_t *stats);

@@ -17,17 +17,16 @@ using Clock = std::chrono::steady_clock;
 constexpr int kReps = 12;
 
 // Round trips of `bytes` between this rank and peer (both call it; the leader times).
-bool ping_pong(HostTeam &team, ScheduleAllreduce &runner, int peer, bool leader, size_t bytes,
-               double *min_rtt_us)
+bool ping_pong(HostTeam &team, ScheduleAllreduce &runner, int peer, bool leader, size_t bytes, double *min_rtt_us)
 {
     plan::Schedule s;
     s.rank = team.rank();
     s.size = team.size();
     s.bytes = bytes;
-    const plan::Step send{plan::StepKind::Send, plan::Phase::Calibration, false, peer, plan::Buf::Recv,
-                          plan::Buf::Recv, 0, 0, bytes};
-    const plan::Step recv{plan::StepKind::RecvCopy, plan::Phase::Calibration, false, peer, plan::Buf::Recv,
-                          plan::Buf::Recv, 0, 0, bytes};
+    const plan::Step send{
+        plan::StepKind::Send, plan::Phase::Calibration, false, peer, plan::Buf::Recv, plan::Buf::Recv, 0, 0, bytes};
+    const plan::Step recv{
+        plan::StepKind::RecvCopy, plan::Phase::Calibration, false, peer, plan::Buf::Recv, plan::Buf::Recv, 0, 0, bytes};
     s.steps = leader ? std::vector<plan::Step>{send, recv} : std::vector<plan::Step>{recv, send};
     std::vector<char> buffer(bytes, 0);
     Call call;

@@ -8,8 +8,8 @@
 
 #include "algo/calibration.h"
 #include "algo/selector.h"
-#include "plan/neighbors.h"
 #include "base/text.h"
+#include "plan/neighbors.h"
 
 namespace gpurdma::algo {
 
@@ -35,8 +35,7 @@ bool read_placement(wire::Reader &rd, topo::RankPlacement *p)
 
 HostTeam::HostTeam(HostSetup setup)
     : setup_(std::move(setup)), agreement_(setup_.bootstrap, setup_.rank, setup_.size), plan_(setup_.plan)
-{
-}
+{}
 
 Status HostTeam::create(HostSetup setup, std::unique_ptr<HostTeam> *out)
 {
@@ -88,15 +87,16 @@ Status HostTeam::agree_on_placement()
         wire::Reader rd(records[r]);
         uint32_t version = 0;
         std::string differing;
-        const bool readable = rd.u32(&version) && version == kWireVersion &&
-                              setup_.compare_agreed(rd, &differing) && rd.str(&hosts_[r]) &&
-                              rd.str(&nodes_[r]) && rd.str(&rails_[r]) && read_placement(rd, &placements[r]);
+        const bool readable = rd.u32(&version) && version == kWireVersion && setup_.compare_agreed(rd, &differing) &&
+                              rd.str(&hosts_[r]) && rd.str(&nodes_[r]) && rd.str(&rails_[r]) &&
+                              read_placement(rd, &placements[r]);
         if (!readable) return Status::unsupported("rank " + std::to_string(r) + " runs another gpurdma version");
         // Everything that shapes the plan must be the same on every rank.
         if (!differing.empty())
             return Status::unsupported("rank " + std::to_string(r) +
                                        " uses other slots/chunk_size/node_chunk_size/small_msg_max/algorithm/"
-                                       "logical_nodes/cost model/calibrate parameters (" + differing + ")");
+                                       "logical_nodes/cost model/calibrate parameters (" +
+                                       differing + ")");
     }
     topo_ = topo::build_topology(nodes_);
     // The whole host decides, from every rank's placement: all its ranks wait alike.

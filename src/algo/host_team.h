@@ -17,8 +17,8 @@
 #include <string>
 #include <vector>
 
-#include "base/noncopyable.h"
 #include "base/log.h"
+#include "base/noncopyable.h"
 #include "base/status.h"
 #include "exec/progress.h"
 #include "gpurdma/gpurdma.h"
@@ -41,13 +41,13 @@ struct HostSetup {
     gpurdma_bootstrap_t bootstrap{};
     const Logger *log = nullptr;
     const gpurdma_config_t *config = nullptr;  // slots, chunk_size, spin_us, timeout_s, calibrate, ...
-    plan::PlanParams plan;                     // the context's (calibration may change its model)
-    std::string host;                          // this host
-    std::string node;                          // this process's node: the host or "host#k"
-    std::string rail_device;                   // this process's NIC ("" = UCX's choice)
-    std::string cgroup;                        // the cgroup that limits this process's CPUs
-    int host_cpus = 0;                         // CPUs that cgroup gives it
-    transport::UcxStarter ucx;                 // starts the process's UCX on demand
+    plan::PlanParams plan;  // the context's (calibration may change its model)
+    std::string host;  // this host
+    std::string node;  // this process's node: the host or "host#k"
+    std::string rail_device;  // this process's NIC ("" = UCX's choice)
+    std::string cgroup;  // the cgroup that limits this process's CPUs
+    int host_cpus = 0;  // CPUs that cgroup gives it
+    transport::UcxStarter ucx;  // starts the process's UCX on demand
     // The parameters every rank must share (core/params.h): appended to this rank's
     // record; compared with a peer's (false: unreadable; else *differing names them).
     std::function<void(wire::Writer &)> write_agreed;
@@ -90,7 +90,7 @@ public:
 private:
     explicit HostTeam(HostSetup setup);
     Status agree_on_placement();  // round 1
-    Status connect_media();       // rounds 2 and 3
+    Status connect_media();  // rounds 2 and 3
     void decide_waits(const std::vector<topo::RankPlacement> &placements);
 
     HostSetup setup_;

@@ -43,8 +43,8 @@ NodeCall::NodeCall(const NodeArena &arena, int me, uint64_t first_block, gpurdma
     // two ranks (fold writes dst before it reads source(me) there), nor when the
     // buffers overlap without being the same (erroneous in MPI; the arena copy keeps
     // the result defined).
-    own_from_buffer_ = !reduce::partially_overlap(send_, recv_, count * elem_) &&
-                       (send_ != recv_ || ranks_ == 2 || me_ == 0);
+    own_from_buffer_ =
+        !reduce::partially_overlap(send_, recv_, count * elem_) && (send_ != recv_ || ranks_ == 2 || me_ == 0);
 }
 
 void NodeCall::slice(size_t elems, size_t elem_size, int ranks, int i, size_t *first, size_t *count)
@@ -110,8 +110,7 @@ int NodeCall::lagging_consumed(uint64_t need) const
 }
 
 // dst = source(0) OP source(1) OP ... in rank order. dst may be source(0) only.
-template <typename Source>
-void NodeCall::fold(char *dst, size_t bytes, Source source) const
+template <typename Source> void NodeCall::fold(char *dst, size_t bytes, Source source) const
 {
     const size_t n = bytes / elem_;
     if (ranks_ == 1) {
@@ -129,8 +128,7 @@ bool NodeCall::try_post()
     const uint64_t g = first_ + b;
     // The slot (input block or mailbox) last held block g - slots: every rank must be
     // done with it.
-    const uint64_t slots = static_cast<uint64_t>(mail_ ? NodeArenaLayout::kMailSlots
-                                                       : arena_.layout().slots);
+    const uint64_t slots = static_cast<uint64_t>(mail_ ? NodeArenaLayout::kMailSlots : arena_.layout().slots);
     if (g + 1 > slots && lagging_consumed(g + 1 - slots) >= 0) return false;
     const size_t elems = block_elems(b);
     const char *src = send_ + block_offset(b);
@@ -186,9 +184,8 @@ bool NodeCall::try_reduce()
         const size_t bytes = std::min(step, end - off);
         // Into the shared output first: in place, my own operand is the receive
         // buffer, which must not change before every rank's value is folded in.
-        fold(out + off, bytes, [&](int j) -> const char * {
-            return (j == me_ ? send_ + block_off : arena_.input(j, slot)) + off;
-        });
+        fold(out + off, bytes,
+             [&](int j) -> const char * { return (j == me_ ? send_ + block_off : arena_.input(j, slot)) + off; });
         std::memcpy(recv_ + block_off + off, out + off, bytes);
     }
     arena_.store(me_, NodeCounter::Reduced, g + 1);
@@ -222,8 +219,7 @@ State NodeCall::advance()
 
 std::string NodeCall::waiting_for(int *peer) const
 {
-    const uint64_t slots =
-        static_cast<uint64_t>(mail_ ? NodeArenaLayout::kMailSlots : arena_.layout().slots);
+    const uint64_t slots = static_cast<uint64_t>(mail_ ? NodeArenaLayout::kMailSlots : arena_.layout().slots);
     if (copied_ < reduced_) {
         const uint64_t g = first_ + copied_;
         *peer = lagging(NodeCounter::Reduced, g + 1);
@@ -261,13 +257,12 @@ NodeAllreduce::NodeAllreduce(NodeArena arena, std::vector<int> members, int inde
       direct_max_(direct_max),
       hosts_(std::move(hosts)),
       consumed_seen_(members_.size(), 0)
-{
-}
+{}
 
 Status NodeAllreduce::start(const Call &call)
 {
-    call_.emplace(arena_, index_, next_block_, call.op, call.dtype, call.sendbuf, call.recvbuf, call.count,
-                  direct_max_, consumed_seen_.data());
+    call_.emplace(arena_, index_, next_block_, call.op, call.dtype, call.sendbuf, call.recvbuf, call.count, direct_max_,
+                  consumed_seen_.data());
     return Status::ok();
 }
 

@@ -66,8 +66,7 @@ private:
     size_t block_elems(uint64_t b) const;
     size_t block_offset(uint64_t b) const;  // bytes into the user buffers
     void copy_other_slices(char *dst, const char *src, size_t elems) const;
-    template <typename Source>
-    void fold(char *dst, size_t bytes, Source source) const;
+    template <typename Source> void fold(char *dst, size_t bytes, Source source) const;
 
     NodeArena arena_;
     int me_;
@@ -125,7 +124,7 @@ private:
     int index_;
     size_t direct_max_;
     std::vector<std::string> hosts_;
-    uint64_t next_block_ = 0;              // sequence number of the next arena block
+    uint64_t next_block_ = 0;  // sequence number of the next arena block
     std::vector<uint64_t> consumed_seen_;  // node ranks' Consumed counters as last read
     std::optional<NodeCall> call_;
 };

@@ -14,8 +14,8 @@
 namespace gpurdma::algo {
 
 enum class NodeCounter : int {
-    Posted = 0,    // blocks whose input this rank has published
-    Reduced = 1,   // blocks whose slice this rank has reduced into the output
+    Posted = 0,  // blocks whose input this rank has published
+    Reduced = 1,  // blocks whose slice this rank has reduced into the output
     Consumed = 2,  // blocks this rank no longer reads (its slot may be reused)
 };
 
@@ -57,10 +57,7 @@ public:
     NodeArena(char *base, const NodeArenaLayout &layout) : base_(base), layout_(layout) {}
 
     const NodeArenaLayout &layout() const { return layout_; }
-    uint64_t load(int rank, NodeCounter c) const
-    {
-        return __atomic_load_n(counter(rank, c), __ATOMIC_ACQUIRE);
-    }
+    uint64_t load(int rank, NodeCounter c) const { return __atomic_load_n(counter(rank, c), __ATOMIC_ACQUIRE); }
     // Publishes everything this rank wrote before (data, then the counter).
     void store(int rank, NodeCounter c, uint64_t value) const
     {

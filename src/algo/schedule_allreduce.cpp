@@ -64,16 +64,18 @@ std::string ScheduleAllreduce::describe_wait() const
 std::string ScheduleAllreduce::describe_failure() const
 {
     const plan::Step *step = exec_->current();
-    return "allreduce failed in " + stage() + " with " + describe_peer(step ? step->peer : -1) + ": " +
-           exec_->error();
+    return "allreduce failed in " + stage() + " with " + describe_peer(step ? step->peer : -1) + ": " + exec_->error();
 }
 
 uint64_t gpurdma_comm_stats_t::*ScheduleAllreduce::counter() const
 {
     switch (schedule_->algorithm) {
-    case plan::Algorithm::Ring: return &gpurdma_comm_stats_t::ring_calls;
-    case plan::Algorithm::Hierarchical: return &gpurdma_comm_stats_t::hier_calls;
-    default: return &gpurdma_comm_stats_t::rd_calls;
+        case plan::Algorithm::Ring:
+            return &gpurdma_comm_stats_t::ring_calls;
+        case plan::Algorithm::Hierarchical:
+            return &gpurdma_comm_stats_t::hier_calls;
+        default:
+            return &gpurdma_comm_stats_t::rd_calls;
     }
 }
 

@@ -39,7 +39,7 @@ private:
     std::string describe_choices() const;
 
     HostTeam &team_;
-    std::unique_ptr<NodeAllreduce> node_;          // one node: every call
+    std::unique_ptr<NodeAllreduce> node_;  // one node: every call
     std::unique_ptr<ScheduleAllreduce> schedules_;  // otherwise
 };
 

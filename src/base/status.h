@@ -28,10 +28,7 @@ public:
     const std::string &message() const { return message_; }
 
     // The same failure with context in front: "device set-up: " + message.
-    Status prefixed(const std::string &context) const
-    {
-        return is_ok() ? *this : Status(code_, context + message_);
-    }
+    Status prefixed(const std::string &context) const { return is_ok() ? *this : Status(code_, context + message_); }
 
 private:
     Status(gpurdma_status_t code, std::string message) : code_(code), message_(std::move(message)) {}

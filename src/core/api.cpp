@@ -6,8 +6,8 @@
 
 #include "core/comm.h"
 #include "core/context.h"
-#include "gpurdma/gpurdma.h"
 #include "gpu/cuda_driver.h"
+#include "gpurdma/gpurdma.h"
 
 extern "C" {
 
@@ -53,8 +53,8 @@ int gpurdma_context_progress(gpurdma_context_t *context)
 gpurdma_status_t gpurdma_comm_create(gpurdma_context_t *context, const gpurdma_comm_params_t *params,
                                      gpurdma_comm_t **out)
 {
-    if (!context || !params || !out || !params->bootstrap.allgather || params->size < 1 ||
-        params->rank < 0 || params->rank >= params->size)
+    if (!context || !params || !out || !params->bootstrap.allgather || params->size < 1 || params->rank < 0 ||
+        params->rank >= params->size)
         return GPURDMA_ERR_INVALID;
     try {
         *out = new gpurdma_comm(context, *params);

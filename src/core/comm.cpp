@@ -17,25 +17,21 @@ gpurdma_comm::gpurdma_comm(gpurdma_context *ctx, const gpurdma_comm_params_t &pa
       bootstrap(params.bootstrap),
       name(params.name ? params.name : "communicator"),
       staging_(name)
-{
-}
+{}
 
 gpurdma_comm::~gpurdma_comm()
 {
     // Per-communicator counters: set-up work happens once, never per call.
     if (stats.calls > 0 && context->log.enabled(rank == 0 ? 1 : 2))
-        context->log.log(rank == 0 ? 1 : 2,
-                         "%s: rank %d freed after %llu calls (node %llu, ring %llu, recursive doubling %llu, "
-                         "hierarchical %llu); set-ups %llu, UCX registrations %llu, shared segments %llu, bytes sent %llu",
-                         name.c_str(), rank, static_cast<unsigned long long>(stats.calls),
-                         static_cast<unsigned long long>(stats.node_calls),
-                         static_cast<unsigned long long>(stats.ring_calls),
-                         static_cast<unsigned long long>(stats.rd_calls),
-                         static_cast<unsigned long long>(stats.hier_calls),
-                         static_cast<unsigned long long>(stats.setups),
-                         static_cast<unsigned long long>(stats.registrations),
-                         static_cast<unsigned long long>(stats.shm_segments),
-                         static_cast<unsigned long long>(stats.bytes_put));
+        context->log.log(
+            rank == 0 ? 1 : 2,
+            "%s: rank %d freed after %llu calls (node %llu, ring %llu, recursive doubling %llu, "
+            "hierarchical %llu); set-ups %llu, UCX registrations %llu, shared segments %llu, bytes sent %llu",
+            name.c_str(), rank, static_cast<unsigned long long>(stats.calls),
+            static_cast<unsigned long long>(stats.node_calls), static_cast<unsigned long long>(stats.ring_calls),
+            static_cast<unsigned long long>(stats.rd_calls), static_cast<unsigned long long>(stats.hier_calls),
+            static_cast<unsigned long long>(stats.setups), static_cast<unsigned long long>(stats.registrations),
+            static_cast<unsigned long long>(stats.shm_segments), static_cast<unsigned long long>(stats.bytes_put));
     selector_.reset();
     team_.reset();
 }
@@ -144,8 +140,8 @@ gpurdma_status_t gpurdma_comm::device_allreduce(const gpurdma::algo::Call &call)
     return host_status != GPURDMA_OK ? host_status : fail(st.code(), st.message());
 }
 
-gpurdma_status_t gpurdma_comm::allreduce(const void *sendbuf, void *recvbuf, size_t count,
-                                         gpurdma_dtype_t dtype, gpurdma_op_t op)
+gpurdma_status_t gpurdma_comm::allreduce(const void *sendbuf, void *recvbuf, size_t count, gpurdma_dtype_t dtype,
+                                         gpurdma_op_t op)
 {
     if (broken_) return GPURDMA_ERR_BROKEN;  // last_error still names the first failure
     if (!gpurdma::reduce::supported(op, dtype)) return GPURDMA_ERR_UNSUPPORTED;

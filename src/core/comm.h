@@ -12,21 +12,21 @@
 #include "algo/algorithm.h"
 #include "base/status.h"
 #include "core/context.h"
-#include "gpurdma/gpurdma.h"
 #include "gpu/device_allreduce.h"
 #include "gpu/host_staging.h"
+#include "gpurdma/gpurdma.h"
 
 namespace gpurdma::algo {
 class HostTeam;
 class Selector;
-}
+}  // namespace gpurdma::algo
 
 struct gpurdma_comm {
     gpurdma_comm(gpurdma_context *context, const gpurdma_comm_params_t &params);
     ~gpurdma_comm();
 
-    gpurdma_status_t allreduce(const void *sendbuf, void *recvbuf, size_t count,
-                               gpurdma_dtype_t dtype, gpurdma_op_t op);
+    gpurdma_status_t allreduce(const void *sendbuf, void *recvbuf, size_t count, gpurdma_dtype_t dtype,
+                               gpurdma_op_t op);
 
     gpurdma_context *context;
     int rank;

@@ -50,33 +50,33 @@ bool number_valid(const gpurdma_param_info_t &p, double v)
 bool check(const gpurdma_param_info_t &p, const gpurdma_config_t &c, std::string *shown, std::string *fallback)
 {
     switch (p.type) {
-    case GPURDMA_PARAM_INT: {
-        const int v = field<int>(c, p);
-        *shown = format("%d", v);
-        *fallback = format("%d", static_cast<int>(p.default_number));
-        return number_valid(p, v);
-    }
-    case GPURDMA_PARAM_SIZE: {
-        const size_t v = field<size_t>(c, p);
-        *shown = format("%zu", v);
-        *fallback = format("%zu", static_cast<size_t>(p.default_number));
-        return number_valid(p, static_cast<double>(v)) && (p.multiple_of == 0 || v % p.multiple_of == 0);
-    }
-    case GPURDMA_PARAM_DOUBLE: {
-        const double v = field<double>(c, p);
-        *shown = format("%g", v);
-        *fallback = format("%g", p.default_number);
-        return number_valid(p, v);
-    }
-    case GPURDMA_PARAM_STRING:
-    case GPURDMA_PARAM_ENUM: {
-        const char *v = field<const char *>(c, p);
-        if (!v) v = "";
-        *shown = "'" + std::string(v) + "'";
-        *fallback = p.default_text;
-        if (p.type == GPURDMA_PARAM_ENUM) return names_contain(p, v);
-        return !p.text_valid || p.text_valid(v);
-    }
+        case GPURDMA_PARAM_INT: {
+            const int v = field<int>(c, p);
+            *shown = format("%d", v);
+            *fallback = format("%d", static_cast<int>(p.default_number));
+            return number_valid(p, v);
+        }
+        case GPURDMA_PARAM_SIZE: {
+            const size_t v = field<size_t>(c, p);
+            *shown = format("%zu", v);
+            *fallback = format("%zu", static_cast<size_t>(p.default_number));
+            return number_valid(p, static_cast<double>(v)) && (p.multiple_of == 0 || v % p.multiple_of == 0);
+        }
+        case GPURDMA_PARAM_DOUBLE: {
+            const double v = field<double>(c, p);
+            *shown = format("%g", v);
+            *fallback = format("%g", p.default_number);
+            return number_valid(p, v);
+        }
+        case GPURDMA_PARAM_STRING:
+        case GPURDMA_PARAM_ENUM: {
+            const char *v = field<const char *>(c, p);
+            if (!v) v = "";
+            *shown = "'" + std::string(v) + "'";
+            *fallback = p.default_text;
+            if (p.type == GPURDMA_PARAM_ENUM) return names_contain(p, v);
+            return !p.text_valid || p.text_valid(v);
+        }
     }
     return false;
 }
@@ -84,11 +84,19 @@ bool check(const gpurdma_param_info_t &p, const gpurdma_config_t &c, std::string
 void set_default(const gpurdma_param_info_t &p, gpurdma_config_t &c)
 {
     switch (p.type) {
-    case GPURDMA_PARAM_INT: field<int>(c, p) = static_cast<int>(p.default_number); break;
-    case GPURDMA_PARAM_SIZE: field<size_t>(c, p) = static_cast<size_t>(p.default_number); break;
-    case GPURDMA_PARAM_DOUBLE: field<double>(c, p) = p.default_number; break;
-    case GPURDMA_PARAM_STRING:
-    case GPURDMA_PARAM_ENUM: field<const char *>(c, p) = p.default_text; break;
+        case GPURDMA_PARAM_INT:
+            field<int>(c, p) = static_cast<int>(p.default_number);
+            break;
+        case GPURDMA_PARAM_SIZE:
+            field<size_t>(c, p) = static_cast<size_t>(p.default_number);
+            break;
+        case GPURDMA_PARAM_DOUBLE:
+            field<double>(c, p) = p.default_number;
+            break;
+        case GPURDMA_PARAM_STRING:
+        case GPURDMA_PARAM_ENUM:
+            field<const char *>(c, p) = p.default_text;
+            break;
     }
 }
 
@@ -126,11 +134,19 @@ gpurdma_status_t gpurdma_config_set(gpurdma_config_t *config, int index, gpurdma
     const gpurdma_param_info_t *p = gpurdma_param_info(index);
     if (!config || !p) return GPURDMA_ERR_INVALID;
     switch (p->type) {
-    case GPURDMA_PARAM_INT: field<int>(*config, *p) = value.i; break;
-    case GPURDMA_PARAM_SIZE: field<size_t>(*config, *p) = value.size; break;
-    case GPURDMA_PARAM_DOUBLE: field<double>(*config, *p) = value.d; break;
-    case GPURDMA_PARAM_STRING:
-    case GPURDMA_PARAM_ENUM: field<const char *>(*config, *p) = value.text ? value.text : ""; break;
+        case GPURDMA_PARAM_INT:
+            field<int>(*config, *p) = value.i;
+            break;
+        case GPURDMA_PARAM_SIZE:
+            field<size_t>(*config, *p) = value.size;
+            break;
+        case GPURDMA_PARAM_DOUBLE:
+            field<double>(*config, *p) = value.d;
+            break;
+        case GPURDMA_PARAM_STRING:
+        case GPURDMA_PARAM_ENUM:
+            field<const char *>(*config, *p) = value.text ? value.text : "";
+            break;
     }
     return GPURDMA_OK;
 }

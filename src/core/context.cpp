@@ -33,8 +33,8 @@ gpurdma::Status gpurdma_context::create(const gpurdma_config_t &c, std::unique_p
     ctx->host = gpurdma::topo::this_host();
     std::string warning;
     const gpurdma_config_t &cfg = ctx->config;
-    ctx->node = gpurdma::topo::logical_node(ctx->host, ctx->logical_nodes, cfg.local_rank, cfg.local_processes,
-                                            &warning);
+    ctx->node =
+        gpurdma::topo::logical_node(ctx->host, ctx->logical_nodes, cfg.local_rank, cfg.local_processes, &warning);
     // One process per host says it (every process would reach the same verdict).
     if (!warning.empty() && cfg.local_rank <= 0) ctx->log.log(0, "%s", warning.c_str());
     ctx->host_cpus = gpurdma::topo::host_cpu_budget();

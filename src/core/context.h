@@ -12,21 +12,21 @@
 #include "transport/ucx_context.h"
 
 struct gpurdma_context {
-    gpurdma_config_t config;     // string fields point into the members below
+    gpurdma_config_t config;  // string fields point into the members below
     std::string algorithm_text;
     std::string ucx_tls;
     std::string logical_nodes;
-    std::string net_devices;    // coll_gpurdma_net_devices as given
-    std::string rail_device;    // the NIC this process uses between nodes ("" = UCX's choice)
-    std::string host;           // this host's name
-    std::string node;           // this process's node: the host, or its logical node ("host#k")
-    int host_cpus = 0;          // CPUs this process's cgroup gives it (cpuset, quota), for the wait policy
-    std::string cgroup;         // that cgroup: ranks in different ones have budgets of their own
+    std::string net_devices;  // coll_gpurdma_net_devices as given
+    std::string rail_device;  // the NIC this process uses between nodes ("" = UCX's choice)
+    std::string host;  // this host's name
+    std::string node;  // this process's node: the host, or its logical node ("host#k")
+    int host_cpus = 0;  // CPUs this process's cgroup gives it (cpuset, quota), for the wait policy
+    std::string cgroup;  // that cgroup: ranks in different ones have budgets of their own
     gpurdma::plan::PlanParams plan;
     gpurdma::Logger log;
     std::unique_ptr<gpurdma::transport::UcxContext> ucx;  // started by the first set-up
-    std::string ucx_failure;                              // why it could not start, if so
-    gpurdma_comm_stats_t totals{};                        // over all communicators, for MPI_T
+    std::string ucx_failure;  // why it could not start, if so
+    gpurdma_comm_stats_t totals{};  // over all communicators, for MPI_T
 
     // A context from a (checked) configuration; GPURDMA_ERR_INVALID with the reason
     // for a device list or algorithm it cannot read.

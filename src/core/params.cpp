@@ -25,9 +25,18 @@ struct Range {
     size_t multiple_of = 0;
     const char *complaint = nullptr;
 };
-constexpr Range any_number() { return Range{}; }
-constexpr Range in(double min, double max, const char *complaint) { return Range{min, max, 0, 0, complaint}; }
-constexpr Range above(double min, double max, const char *complaint) { return Range{min, max, 1, 0, complaint}; }
+constexpr Range any_number()
+{
+    return Range{};
+}
+constexpr Range in(double min, double max, const char *complaint)
+{
+    return Range{min, max, 0, 0, complaint};
+}
+constexpr Range above(double min, double max, const char *complaint)
+{
+    return Range{min, max, 1, 0, complaint};
+}
 constexpr Range multiple_in(size_t m, double min, double max, const char *complaint)
 {
     return Range{min, max, 0, m, complaint};
@@ -36,25 +45,23 @@ constexpr Range multiple_in(size_t m, double min, double max, const char *compla
 // One builder per kind of row. Each lists gpurdma_param_info_t's fields in their order:
 // name, type, offset, default_number, default_text, min, max, min_excluded, multiple_of,
 // text_valid, value_name, complaint, info_level, agreed, help.
-constexpr gpurdma_param_info_t number(const char *name, gpurdma_param_type_t type, size_t offset, double value,
-                                      Range r, int agreed, int level, const char *help)
+constexpr gpurdma_param_info_t number(const char *name, gpurdma_param_type_t type, size_t offset, double value, Range r,
+                                      int agreed, int level, const char *help)
 {
-    return {name,    type,    offset,      value, nullptr, r.min, r.max, r.min_excluded, r.multiple_of,
-            nullptr, nullptr, r.complaint, level, agreed,  help};
+    return {name,          type,    offset,  value,       nullptr, r.min,  r.max, r.min_excluded,
+            r.multiple_of, nullptr, nullptr, r.complaint, level,   agreed, help};
 }
 
 constexpr gpurdma_param_info_t text(const char *name, size_t offset, const char *value, int (*valid)(const char *),
                                     const char *complaint, int agreed, int level, const char *help)
 {
-    return {name,  GPURDMA_PARAM_STRING, offset,    0,     value,  0,   0, 0, 0,
-            valid, nullptr,              complaint, level, agreed, help};
+    return {name, GPURDMA_PARAM_STRING, offset, 0, value, 0, 0, 0, 0, valid, nullptr, complaint, level, agreed, help};
 }
 
 constexpr gpurdma_param_info_t choice(const char *name, size_t offset, const char *value, const char *(*names)(int),
                                       int agreed, int level, const char *help)
 {
-    return {name,    GPURDMA_PARAM_ENUM, offset,  0,     value,  0,   0, 0, 0,
-            nullptr, names,              nullptr, level, agreed, help};
+    return {name, GPURDMA_PARAM_ENUM, offset, 0, value, 0, 0, 0, 0, nullptr, names, nullptr, level, agreed, help};
 }
 
 #define FIELD(f) offsetof(gpurdma_config_t, f)
@@ -78,8 +85,8 @@ const gpurdma_param_info_t kTable[] = {
            "multiple of 64): the pipeline unit of its copy-in, reduce and copy-out"),
     // Above the largest chunk it could never apply (recursive doubling needs one slot); a
     // negative value given on the command line arrives as a huge size_t.
-    number("small_msg_max", SIZE, FIELD(small_msg_max), 64 * 1024, in(0, 64 * kMiB, "is not in 0..64 MiB"),
-           kAllRanks, 7,
+    number("small_msg_max", SIZE, FIELD(small_msg_max), 64 * 1024, in(0, 64 * kMiB, "is not in 0..64 MiB"), kAllRanks,
+           7,
            "Largest message in bytes for the latency path: the direct node allreduce "
            "(one wait; with two ranks on the node, every size) and recursive doubling between nodes; "
            "0 turns it off"),
@@ -97,12 +104,12 @@ const gpurdma_param_info_t kTable[] = {
            kAllRanks, 7,
            "Cost model: microseconds per message between nodes (auto chooses the algorithm "
            "with the least estimated time; the model and its choices print at verbose 1)"),
-    number("net_gbps", DOUBLE, FIELD(net_gbps), kModel.net.gbps, in(1e-6, 1e6, "is not in [1e-06, 1e6]"), kAllRanks,
-           7, "Cost model: bandwidth between nodes in GB/s"),
+    number("net_gbps", DOUBLE, FIELD(net_gbps), kModel.net.gbps, in(1e-6, 1e6, "is not in [1e-06, 1e6]"), kAllRanks, 7,
+           "Cost model: bandwidth between nodes in GB/s"),
     number("shm_alpha_us", DOUBLE, FIELD(shm_alpha_us), kModel.shm.alpha_us, in(0, 1e6, "is not in [0, 1e6]"),
            kAllRanks, 7, "Cost model: microseconds per message between ranks of one node"),
-    number("shm_gbps", DOUBLE, FIELD(shm_gbps), kModel.shm.gbps, in(1e-6, 1e6, "is not in [1e-06, 1e6]"), kAllRanks,
-           7, "Cost model: bandwidth between ranks of one node in GB/s"),
+    number("shm_gbps", DOUBLE, FIELD(shm_gbps), kModel.shm.gbps, in(1e-6, 1e6, "is not in [1e-06, 1e6]"), kAllRanks, 7,
+           "Cost model: bandwidth between ranks of one node in GB/s"),
     number("calibrate", INT, FIELD(calibrate), 0, in(0, 1, "is not 0 or 1"), kAllRanks, 7,
            "1: each communicator that spans nodes measures the cost model at set-up (ping-pong of 8 B and "
            "64 KiB between rank 0 and a rank on another node and one on its own node, and a float sum), a few ms, "
@@ -130,8 +137,8 @@ const gpurdma_param_info_t kTable[] = {
     number("cuda", INT, FIELD(cuda), 1, in(0, 1, "is not 0 or 1"), kLocal, 6,
            "1: recognise GPU (cudaMalloc) buffers when a CUDA driver is present (loaded at run time); "
            "0: never load the CUDA driver"),
-    text("gdr_level", FIELD(gdr_level), "PXB", gpurdma_gdr_level_valid, "is not one of LOC, PIX, PXB, PHB, SYS",
-         kLocal, 6,
+    text("gdr_level", FIELD(gdr_level), "PXB", gpurdma_gdr_level_valid, "is not one of LOC, PIX, PXB, PHB, SYS", kLocal,
+         6,
          "Farthest GPU-to-NIC path over which GPU buffers may go by GPUDirect RDMA between "
          "nodes, as NCCL_NET_GDR_LEVEL: LOC (same device), PIX (one PCIe bridge), PXB (several PCIe "
          "bridges), PHB (through the CPU's PCIe host bridge) or SYS (across NUMA nodes); farther GPUs stage "
@@ -163,10 +170,14 @@ uint64_t bits(double v)
 uint64_t wire_number(const gpurdma_config_t &c, const gpurdma_param_info_t &p)
 {
     switch (p.type) {
-    case GPURDMA_PARAM_INT: return static_cast<uint64_t>(static_cast<int64_t>(field<int>(c, p)));
-    case GPURDMA_PARAM_SIZE: return field<size_t>(c, p);
-    case GPURDMA_PARAM_DOUBLE: return bits(field<double>(c, p));
-    default: return 0;
+        case GPURDMA_PARAM_INT:
+            return static_cast<uint64_t>(static_cast<int64_t>(field<int>(c, p)));
+        case GPURDMA_PARAM_SIZE:
+            return field<size_t>(c, p);
+        case GPURDMA_PARAM_DOUBLE:
+            return bits(field<double>(c, p));
+        default:
+            return 0;
     }
 }
 
@@ -197,8 +208,10 @@ void write_agreed(wire::Writer &record, const gpurdma_config_t &config)
 {
     for (const auto &p : kTable) {
         if (!p.agreed) continue;
-        if (is_text(p)) record.str(wire_text(config, p));
-        else record.u64(wire_number(config, p));
+        if (is_text(p))
+            record.str(wire_text(config, p));
+        else
+            record.u64(wire_number(config, p));
     }
 }
 

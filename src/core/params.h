@@ -18,13 +18,11 @@ size_t count();
 const gpurdma_param_info_t &row(size_t index);
 
 // The field a row describes, typed by the caller (the row's type says which type).
-template <typename T>
-T &field(gpurdma_config_t &config, const gpurdma_param_info_t &p)
+template <typename T> T &field(gpurdma_config_t &config, const gpurdma_param_info_t &p)
 {
     return *reinterpret_cast<T *>(reinterpret_cast<char *>(&config) + p.offset);
 }
-template <typename T>
-const T &field(const gpurdma_config_t &config, const gpurdma_param_info_t &p)
+template <typename T> const T &field(const gpurdma_config_t &config, const gpurdma_param_info_t &p)
 {
     return *reinterpret_cast<const T *>(reinterpret_cast<const char *>(&config) + p.offset);
 }

@@ -10,16 +10,15 @@ using plan::Buf;
 using plan::Step;
 using plan::StepKind;
 
-Executor::Executor(const plan::Schedule &schedule, transport::PeerTransport &transport,
-                   gpurdma_op_t op, gpurdma_dtype_t dtype, const void *sendbuf, void *recvbuf)
+Executor::Executor(const plan::Schedule &schedule, transport::PeerTransport &transport, gpurdma_op_t op,
+                   gpurdma_dtype_t dtype, const void *sendbuf, void *recvbuf)
     : schedule_(schedule),
       transport_(transport),
       op_(op),
       dtype_(dtype),
       send_(static_cast<const char *>(sendbuf ? sendbuf : recvbuf)),
       recv_(static_cast<char *>(recvbuf))
-{
-}
+{}
 
 const Step *Executor::current() const
 {
@@ -41,40 +40,39 @@ void *Executor::destination(Buf buf, size_t off) const
 bool Executor::run_step(const Step &step, bool *failed)
 {
     switch (step.kind) {
-    case StepKind::Copy: {
-        void *dst = destination(step.dst_buf, step.dst_off);
-        const void *src = source(step.src_buf, step.src_off);
-        if (transport_.source_busy(dst, step.bytes)) return false;
-        if (dst != src) std::memmove(dst, src, step.bytes);
-        return true;
-    }
-    case StepKind::Send: {
-        const transport::Poll p =
-            transport_.try_send(step.peer, source(step.src_buf, step.src_off), step.bytes);
-        if (p == transport::Poll::Failed) {
-            *failed = true;
-            error_ = transport_.error();
+        case StepKind::Copy: {
+            void *dst = destination(step.dst_buf, step.dst_off);
+            const void *src = source(step.src_buf, step.src_off);
+            if (transport_.source_busy(dst, step.bytes)) return false;
+            if (dst != src) std::memmove(dst, src, step.bytes);
+            return true;
         }
-        return p == transport::Poll::Done;
-    }
-    case StepKind::RecvReduce:
-    case StepKind::RecvCopy: {
-        void *dst = destination(step.dst_buf, step.dst_off);
-        // A send may still be reading the bytes we are about to overwrite.
-        if (transport_.source_busy(dst, step.bytes)) return false;
-        const void *landed = transport_.try_receive(step.peer, step.bytes);
-        if (!landed) return false;
-        if (step.kind == StepKind::RecvCopy) {
-            std::memcpy(dst, landed, step.bytes);
-        } else {
-            const void *local = source(step.src_buf, step.src_off);
-            const void *a = step.landed_first ? landed : local;
-            const void *b = step.landed_first ? local : landed;
-            reduce::apply(op_, dtype_, dst, a, b, step.bytes / schedule_.elem_size);
+        case StepKind::Send: {
+            const transport::Poll p = transport_.try_send(step.peer, source(step.src_buf, step.src_off), step.bytes);
+            if (p == transport::Poll::Failed) {
+                *failed = true;
+                error_ = transport_.error();
+            }
+            return p == transport::Poll::Done;
         }
-        transport_.release(step.peer);
-        return true;
-    }
+        case StepKind::RecvReduce:
+        case StepKind::RecvCopy: {
+            void *dst = destination(step.dst_buf, step.dst_off);
+            // A send may still be reading the bytes we are about to overwrite.
+            if (transport_.source_busy(dst, step.bytes)) return false;
+            const void *landed = transport_.try_receive(step.peer, step.bytes);
+            if (!landed) return false;
+            if (step.kind == StepKind::RecvCopy) {
+                std::memcpy(dst, landed, step.bytes);
+            } else {
+                const void *local = source(step.src_buf, step.src_off);
+                const void *a = step.landed_first ? landed : local;
+                const void *b = step.landed_first ? local : landed;
+                reduce::apply(op_, dtype_, dst, a, b, step.bytes / schedule_.elem_size);
+            }
+            transport_.release(step.peer);
+            return true;
+        }
     }
     return false;
 }

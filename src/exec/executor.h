@@ -7,8 +7,8 @@
 #include <cstddef>
 #include <string>
 
-#include "gpurdma/gpurdma.h"
 #include "exec/task.h"
+#include "gpurdma/gpurdma.h"
 #include "plan/schedule.h"
 #include "transport/transport.h"
 
@@ -17,8 +17,8 @@ namespace gpurdma::exec {
 class Executor {
 public:
     // sendbuf == nullptr means in place. The schedule must outlive the executor.
-    Executor(const plan::Schedule &schedule, transport::PeerTransport &transport,
-             gpurdma_op_t op, gpurdma_dtype_t dtype, const void *sendbuf, void *recvbuf);
+    Executor(const plan::Schedule &schedule, transport::PeerTransport &transport, gpurdma_op_t op,
+             gpurdma_dtype_t dtype, const void *sendbuf, void *recvbuf);
 
     // Executes steps until one must wait. Returns Done only when every step has run
     // and no send still reads a user buffer.

@@ -20,8 +20,7 @@ inline void cpu_relax()
 
 ProgressLoop::ProgressLoop(WaitPolicy policy, WaitSite site, std::function<unsigned()> poll_network)
     : policy_(policy), site_(std::move(site)), poll_network_(std::move(poll_network))
-{
-}
+{}
 
 Status ProgressLoop::run(Task &task) const
 {
@@ -37,7 +36,8 @@ Status ProgressLoop::run(Task &task) const
         const State st = task.advance();
         if (st == State::Done) return Status::ok();
         if (st == State::Declined) return Status::unsupported(site_.name + ": declined by every rank");
-        if (st == State::Failed) return Status::error(GPURDMA_ERR_TRANSPORT, site_.name + ": " + task.describe_failure());
+        if (st == State::Failed)
+            return Status::error(GPURDMA_ERR_TRANSPORT, site_.name + ": " + task.describe_failure());
         if (task.position() != last_pos) {
             last_pos = task.position();
             idle_clock = false;
@@ -55,8 +55,10 @@ Status ProgressLoop::run(Task &task) const
         // peer we wait for gets to run. A wait longer than the spin budget means the
         // peer is not running either (other "nodes" or jobs share the cores): yield too.
         ++idle;
-        if (yielding) std::this_thread::yield();
-        else if (idle > 64) cpu_relax();  // the first polls at full speed: the peer is usually close
+        if (yielding)
+            std::this_thread::yield();
+        else if (idle > 64)
+            cpu_relax();  // the first polls at full speed: the peer is usually close
         if (idle % 16 != 1) continue;
         const auto now = std::chrono::steady_clock::now();
         if (!idle_clock) {

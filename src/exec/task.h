@@ -11,7 +11,7 @@ namespace gpurdma::exec {
 enum class State {
     Running,
     Done,
-    Failed,    // describe_failure() says where and why; peers learn it through their own waits
+    Failed,  // describe_failure() says where and why; peers learn it through their own waits
     Declined,  // every rank stops this call alike before touching the result: another path takes it
 };
 

@@ -22,7 +22,10 @@ std::atomic<bool> g_disabled{false};
 
 }  // namespace
 
-void CudaDriver::disable() { g_disabled = true; }
+void CudaDriver::disable()
+{
+    g_disabled = true;
+}
 
 CudaDriver &CudaDriver::instance()
 {
@@ -128,8 +131,10 @@ PointerInfo CudaDriver::query(const void *ptr) const
     void *data[] = {&type, &id, &managed, &ctx, &ordinal};
     const auto addr = reinterpret_cast<CUdeviceptr>(ptr);
     if (api_.pointer_get_attributes(5, attrs, data, addr) != 0) return info;
-    if (managed) info.kind = MemoryKind::Managed;
-    else if (type == kMemoryTypeDevice || type == kMemoryTypeUnified) info.kind = MemoryKind::Device;
+    if (managed)
+        info.kind = MemoryKind::Managed;
+    else if (type == kMemoryTypeDevice || type == kMemoryTypeUnified)
+        info.kind = MemoryKind::Device;
     info.buffer_id = id;
     info.context = ctx;
     info.device = ordinal;

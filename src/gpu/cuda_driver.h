@@ -19,10 +19,10 @@ enum class MemoryKind { Host, Device, Managed };
 struct PointerInfo {
     MemoryKind kind = MemoryKind::Host;
     uint64_t buffer_id = 0;  // unique per allocation: a freed and reused address gets a new one
-    void *context = nullptr; // CUcontext the memory belongs to
-    uintptr_t base = 0;      // start of the allocation holding the pointer (cuMemGetAddressRange)
-    size_t range = 0;        // size of that allocation in bytes
-    int device = -1;         // device ordinal
+    void *context = nullptr;  // CUcontext the memory belongs to
+    uintptr_t base = 0;  // start of the allocation holding the pointer (cuMemGetAddressRange)
+    size_t range = 0;  // size of that allocation in bytes
+    int device = -1;  // device ordinal
 };
 
 // Driver ABI (cuda.h) without cuda.h.

@@ -12,7 +12,10 @@ namespace {
 
 constexpr uint64_t kFail = ControlSlot::kFail;
 
-bool in_place(const algo::Call &call) { return call.sendbuf == nullptr || call.sendbuf == call.recvbuf; }
+bool in_place(const algo::Call &call)
+{
+    return call.sendbuf == nullptr || call.sendbuf == call.recvbuf;
+}
 
 // The dispatcher asks touches_device_memory() and then start() about the same call,
 // back to back on one thread: start() takes the answers instead of asking the driver
@@ -64,8 +67,10 @@ DeviceAllreduce::~DeviceAllreduce() = default;
 Status DeviceAllreduce::set_up(const PointerInfo &first_buffer)
 {
     const Status st = DeviceTeam::create(setup_, first_buffer, &team_);
-    if (st.is_ok()) team_state_ = Team::Ready;
-    else if (st.is_unsupported()) team_state_ = Team::Staged;
+    if (st.is_ok())
+        team_state_ = Team::Ready;
+    else if (st.is_unsupported())
+        team_state_ = Team::Staged;
     return st;
 }
 
@@ -104,8 +109,8 @@ Status DeviceAllreduce::start(const algo::Call &call)
         const auto &d = CudaDriver::instance();
         ContextScope scope(team_->context());
         const int rc = d.api().memcpy_dtod_async(reinterpret_cast<CUdeviceptr>(call_.recvbuf),
-                                                 reinterpret_cast<CUdeviceptr>(call_.sendbuf),
-                                                 call_.count * elem_, team_->stream());
+                                                 reinterpret_cast<CUdeviceptr>(call_.sendbuf), call_.count * elem_,
+                                                 team_->stream());
         if (rc != 0)
             return Status::error(GPURDMA_ERR_TRANSPORT,
                                  setup_.name + ": device copy: " + d.error_text("cuMemcpyDtoDAsync", rc));
@@ -172,10 +177,14 @@ exec::State DeviceAllreduce::advance()
                 if (!stream_finished()) return now();
                 enter(Step::Done);
                 continue;
-            case Step::Done: return exec::State::Done;
-            case Step::Failed: return exec::State::Failed;
-            case Step::Declined: return exec::State::Declined;
-            case Step::Idle: break;
+            case Step::Done:
+                return exec::State::Done;
+            case Step::Failed:
+                return exec::State::Failed;
+            case Step::Declined:
+                return exec::State::Declined;
+            case Step::Idle:
+                break;
         }
         failure_ = "device allreduce: advanced without a started call";
         step_ = Step::Failed;
@@ -331,13 +340,18 @@ void DeviceAllreduce::finish()
 const char *DeviceAllreduce::stage_name() const
 {
     switch (step_) {
-        case Step::Posted: return "device post";
+        case Step::Posted:
+            return "device post";
         case Step::Reducing:
-        case Step::Reduced: return "device reduce-scatter";
+        case Step::Reduced:
+            return "device reduce-scatter";
         case Step::Gathering:
-        case Step::Gathered: return "device allgather";
-        case Step::Copying: return "device copy";
-        default: return "device allreduce";
+        case Step::Gathered:
+            return "device allgather";
+        case Step::Copying:
+            return "device copy";
+        default:
+            return "device allreduce";
     }
 }
 
@@ -347,23 +361,34 @@ std::string DeviceAllreduce::describe_wait() const
     switch (step_) {
         case Step::Posted:
         case Step::Reduced:
-        case Step::Gathered: return stage + ", waiting for " + team_->describe(peer_);
-        case Step::Reducing: return stage + ", waiting for this rank's reduce-scatter kernel";
-        case Step::Gathering: return stage + ", waiting for this rank's allgather copies";
-        case Step::Copying: return stage + ", waiting for the copy on the GPU";
-        default: return stage;
+        case Step::Gathered:
+            return stage + ", waiting for " + team_->describe(peer_);
+        case Step::Reducing:
+            return stage + ", waiting for this rank's reduce-scatter kernel";
+        case Step::Gathering:
+            return stage + ", waiting for this rank's allgather copies";
+        case Step::Copying:
+            return stage + ", waiting for the copy on the GPU";
+        default:
+            return stage;
     }
 }
 
 std::string DeviceAllreduce::describe_call() const
 {
     if (setup_.size == 1) return "device copy";
-    return "device allreduce (CUDA IPC reduce-scatter kernel + copy-engine allgather), " +
-           std::to_string(setup_.size) + " ranks";
+    return "device allreduce (CUDA IPC reduce-scatter kernel + copy-engine allgather), " + std::to_string(setup_.size) +
+           " ranks";
 }
 
-size_t DeviceAllreduce::slice_begin(int r) const { return std::min(call_.count, per_rank_ * size_t(r)); }
+size_t DeviceAllreduce::slice_begin(int r) const
+{
+    return std::min(call_.count, per_rank_ * size_t(r));
+}
 
-size_t DeviceAllreduce::slice_end(int r) const { return std::min(call_.count, per_rank_ * size_t(r) + per_rank_); }
+size_t DeviceAllreduce::slice_end(int r) const
+{
+    return std::min(call_.count, per_rank_ * size_t(r) + per_rank_);
+}
 
 }  // namespace gpurdma::gpu

@@ -19,8 +19,8 @@
 #include <string>
 #include <vector>
 
-#include "base/noncopyable.h"
 #include "algo/algorithm.h"
+#include "base/noncopyable.h"
 #include "base/status.h"
 #include "gpu/device_team.h"
 
@@ -54,12 +54,12 @@ public:
 private:
     enum class Step {
         Idle,
-        Posted,     // waiting for every rank's post
-        Reducing,   // the reduce-scatter kernel is on the stream
-        Reduced,    // waiting for every rank's slice
+        Posted,  // waiting for every rank's post
+        Reducing,  // the reduce-scatter kernel is on the stream
+        Reduced,  // waiting for every rank's slice
         Gathering,  // the allgather copies are on the stream
-        Gathered,   // waiting for every rank to finish reading this rank's buffers
-        Copying,    // a single rank: the copy is on the stream
+        Gathered,  // waiting for every rank to finish reading this rank's buffers
+        Copying,  // a single rank: the copy is on the stream
         Done,
         Failed,
         Declined,
@@ -91,7 +91,7 @@ private:
     uint64_t position_ = 0;
     std::string failure_;
     std::vector<const char *> srcs_;  // every rank's source, mapped into this process
-    std::vector<char *> dsts_;        // every rank's result
+    std::vector<char *> dsts_;  // every rank's result
 };
 
 }  // namespace gpurdma::gpu

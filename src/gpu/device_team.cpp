@@ -22,7 +22,10 @@ Status bootstrap_failed(const DeviceSetup &setup)
     return Status::error(GPURDMA_ERR_TRANSPORT, setup.name + ": device set-up: bootstrap allgather failed");
 }
 
-bool logs(const DeviceSetup &setup, int level) { return setup.log && setup.log->enabled(level); }
+bool logs(const DeviceSetup &setup, int level)
+{
+    return setup.log && setup.log->enabled(level);
+}
 
 // The PCI bus id of the context's GPU, "" if the driver cannot tell.
 std::string bus_id_of(CUcontext ctx)
@@ -77,7 +80,8 @@ Status DeviceTeam::create(const DeviceSetup &setup, const PointerInfo &buffer, s
         *team = std::move(t);
         return Status::ok();
     }
-    if (!one_node) t->log_inter_node_verdict();
+    if (!one_node)
+        t->log_inter_node_verdict();
     else if (setup.rank == 0 && logs(setup, 1))
         setup.log->log(1, "%s: device buffers: staged through host memory (%s)", setup.name.c_str(),
                        verdict.message().c_str());
@@ -165,7 +169,8 @@ Status DeviceTeam::read_records(const std::vector<std::string> &records, std::st
 Status DeviceTeam::attach_and_check_peers(const std::string &segment_name)
 {
     if (setup_.rank != 0) {
-        const Status st = transport::ShmSegment::attach(segment_name, sizeof(ControlSlot) * size_t(setup_.size), &segment_);
+        const Status st =
+            transport::ShmSegment::attach(segment_name, sizeof(ControlSlot) * size_t(setup_.size), &segment_);
         if (!st.is_ok()) return Status::unsupported(st.message());
     }
     const auto &a = CudaDriver::instance().api();

@@ -14,8 +14,8 @@
 #include <string>
 #include <vector>
 
-#include "base/noncopyable.h"
 #include "base/log.h"
+#include "base/noncopyable.h"
 #include "base/status.h"
 #include "base/text.h"
 #include "gpu/cuda_driver.h"
@@ -38,7 +38,7 @@ struct DeviceSetup {
     gpurdma_bootstrap_t bootstrap{};
     const Logger *log = nullptr;
     const gpurdma_config_t *config = nullptr;  // gdr_level, ...
-    std::string rail_device;                   // this process's NIC ("" = UCX's choice)
+    std::string rail_device;  // this process's NIC ("" = UCX's choice)
     std::function<transport::UcxContext *(std::string *why)> ucx;  // starts UCX on demand (inter-node verdict)
 };
 
@@ -48,12 +48,12 @@ struct DeviceSetup {
 // it will not reach, so that its peers stop too.
 struct ControlSlot {
     static constexpr uint64_t kFail = uint64_t(1) << 63;
-    alignas(64) std::atomic<uint64_t> posted;    // call whose fields below are valid
-    alignas(64) std::atomic<uint64_t> reduced;   // call whose slice this rank has reduced
+    alignas(64) std::atomic<uint64_t> posted;  // call whose fields below are valid
+    alignas(64) std::atomic<uint64_t> reduced;  // call whose slice this rank has reduced
     alignas(64) std::atomic<uint64_t> gathered;  // call this rank has finished (buffers free)
-    alignas(64) uint32_t vote;                   // 1: this rank can take the device path
-    uint64_t src_id, dst_id;                     // buffer IDs (cache keys)
-    uint64_t src_offset, dst_offset;             // pointer minus allocation base
+    alignas(64) uint32_t vote;  // 1: this rank can take the device path
+    uint64_t src_id, dst_id;  // buffer IDs (cache keys)
+    uint64_t src_offset, dst_offset;  // pointer minus allocation base
     CUipcMemHandle src_handle, dst_handle;
 };
 static_assert(std::atomic<uint64_t>::is_always_lock_free, "stage words are shared between processes");
@@ -90,9 +90,9 @@ private:
 
     DeviceSetup setup_;
     CUcontext ctx_;
-    std::string bus_id_;                 // this rank's GPU
-    std::vector<std::string> hosts_;     // every rank's host
-    std::vector<std::string> bus_ids_;   // every rank's GPU
+    std::string bus_id_;  // this rank's GPU
+    std::vector<std::string> hosts_;  // every rank's host
+    std::vector<std::string> bus_ids_;  // every rank's GPU
     // Release order (the destructor): mappings, kernels, stream, then the segment.
     std::unique_ptr<transport::ShmSegment> segment_;
     CUstream stream_ = nullptr;

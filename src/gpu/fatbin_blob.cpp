@@ -8,16 +8,18 @@
 #endif
 
 #ifdef GPURDMA_FATBIN_PATH
-__asm__(".pushsection .rodata.gpurdma_fatbin,\"a\",@progbits\n"
-        ".balign 64\n"
-        ".globl gpurdma_fatbin_begin\n"
-        ".hidden gpurdma_fatbin_begin\n"
-        "gpurdma_fatbin_begin:\n"
-        ".incbin \"" GPURDMA_FATBIN_PATH "\"\n"
-        ".globl gpurdma_fatbin_end\n"
-        ".hidden gpurdma_fatbin_end\n"
-        "gpurdma_fatbin_end:\n"
-        ".popsection\n");
+__asm__(
+    ".pushsection .rodata.gpurdma_fatbin,\"a\",@progbits\n"
+    ".balign 64\n"
+    ".globl gpurdma_fatbin_begin\n"
+    ".hidden gpurdma_fatbin_begin\n"
+    "gpurdma_fatbin_begin:\n"
+    ".incbin \"" GPURDMA_FATBIN_PATH
+    "\"\n"
+    ".globl gpurdma_fatbin_end\n"
+    ".hidden gpurdma_fatbin_end\n"
+    "gpurdma_fatbin_end:\n"
+    ".popsection\n");
 extern "C" __attribute__((visibility("hidden"))) const unsigned char gpurdma_fatbin_begin[];
 extern "C" __attribute__((visibility("hidden"))) const unsigned char gpurdma_fatbin_end[];
 #endif

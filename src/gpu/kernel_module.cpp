@@ -8,10 +8,13 @@
 namespace gpurdma::gpu {
 
 namespace {
-constexpr unsigned kThreads = 512;     // matches __launch_bounds__ in reduce_cuda.cu
-constexpr unsigned kBlocksPerSm = 4;   // enough loads in flight to cover memory latency
+constexpr unsigned kThreads = 512;  // matches __launch_bounds__ in reduce_cuda.cu
+constexpr unsigned kBlocksPerSm = 4;  // enough loads in flight to cover memory latency
 
-Status cannot_load(const std::string &why) { return Status::unsupported(why); }
+Status cannot_load(const std::string &why)
+{
+    return Status::unsupported(why);
+}
 }  // namespace
 
 Status ReduceKernels::load(CUcontext ctx, std::unique_ptr<ReduceKernels> *kernels)

@@ -6,14 +6,22 @@ namespace {
 
 // In the order the parameter lists them (auto, node, ring, rd, hier).
 const AlgorithmInfo kTable[] = {
-    {Algorithm::Auto, "auto", {"auto", nullptr},
+    {Algorithm::Auto,
+     "auto",
+     {"auto", nullptr},
      "the cost model's choice per message size; one node: the node allreduce"},
-    {Algorithm::Node, "node", {"node", nullptr},
+    {Algorithm::Node,
+     "node",
+     {"node", nullptr},
      "the one-node shared-memory allreduce; auto where the ranks span nodes"},
     {Algorithm::Ring, "ring", {"ring", nullptr}, "ring reduce-scatter + allgather over all ranks"},
-    {Algorithm::RecursiveDoubling, "recursive-doubling", {"rd", "recursive_doubling"},
+    {Algorithm::RecursiveDoubling,
+     "recursive-doubling",
+     {"rd", "recursive_doubling"},
      "recursive doubling for messages that fit a landing slot, the ring above"},
-    {Algorithm::Hierarchical, "hierarchical", {"hier", "hierarchical"},
+    {Algorithm::Hierarchical,
+     "hierarchical",
+     {"hier", "hierarchical"},
      "node reduce-scatter, one rail per slice between nodes, node allgather"},
 };
 

@@ -12,7 +12,7 @@ enum class Algorithm { Auto, Ring, RecursiveDoubling, Hierarchical, Node };
 
 struct AlgorithmInfo {
     Algorithm algorithm;
-    const char *name;          // how messages print it: "recursive-doubling"
+    const char *name;  // how messages print it: "recursive-doubling"
     const char *spellings[2];  // what the parameter accepts (nullptr: no second one)
     const char *help;
 };

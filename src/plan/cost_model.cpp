@@ -16,7 +16,10 @@ bool same_node(const topo::Topology &t, int a, int b)
 }
 
 // A round is as slow as its slowest pair: the network if any pair crosses nodes.
-const LinkCost &round_link(const CostModel &m, bool crosses) { return crosses ? m.net : m.shm; }
+const LinkCost &round_link(const CostModel &m, bool crosses)
+{
+    return crosses ? m.net : m.shm;
+}
 
 // Ring of `ranks` (in order) on `bytes`: 2(n-1) steps of bytes/n in pieces of at most
 // chunk, the slowest neighbor link setting the pace; (n-1) reductions of bytes/n.
@@ -78,9 +81,9 @@ double hierarchical_us(const CostModel &m, const topo::Topology &t, size_t bytes
     const double reduce = (k - 1) * m.reduce_us(slice);
     double rails = 0.0;
     if (nodes > 1)
-        rails = slice <= static_cast<double>(small_msg_max)
-                    ? doubling_of(m, nodes, slice, [](int) { return true; }, true)
-                    : ring_of(m, nodes, true, slice, chunk_size);
+        rails = slice <= static_cast<double>(small_msg_max) ? doubling_of(
+                                                                  m, nodes, slice, [](int) { return true; }, true)
+                                                            : ring_of(m, nodes, true, slice, chunk_size);
     return 2.0 * node_stage + reduce + rails;
 }
 

@@ -15,7 +15,7 @@ namespace gpurdma::plan {
 
 struct LinkCost {
     double alpha_us = 1.0;  // per message
-    double gbps = 10.0;     // GB/s (1e9 bytes per second)
+    double gbps = 10.0;  // GB/s (1e9 bytes per second)
     double us(double bytes) const { return alpha_us + bytes / (gbps * 1e3); }
 };
 

@@ -24,7 +24,10 @@ Range segment(size_t base, size_t count, int n, int i)
     return Range{base + idx * b + std::min(idx, extra), b + (idx < extra ? 1 : 0)};
 }
 
-size_t pieces_of(const Range &r, size_t piece_elems) { return (r.count + piece_elems - 1) / piece_elems; }
+size_t pieces_of(const Range &r, size_t piece_elems)
+{
+    return (r.count + piece_elems - 1) / piece_elems;
+}
 
 Range piece(const Range &r, size_t piece_elems, size_t p)
 {
@@ -91,11 +94,15 @@ Algorithm choose_algorithm(const topo::Topology &topo, size_t bytes, const PlanP
     const bool fits_slot = bytes <= params.chunk_size;
     const bool multi_level = topo.nodes() > 1 && topo.max_ppn() > 1;
     switch (params.algorithm) {
-    case Algorithm::Ring: return Algorithm::Ring;
-    case Algorithm::RecursiveDoubling: return fits_slot ? Algorithm::RecursiveDoubling : Algorithm::Ring;
-    case Algorithm::Hierarchical: return Algorithm::Hierarchical;
-    case Algorithm::Auto:
-    case Algorithm::Node: break;  // node: schedules as auto where the node path does not apply
+        case Algorithm::Ring:
+            return Algorithm::Ring;
+        case Algorithm::RecursiveDoubling:
+            return fits_slot ? Algorithm::RecursiveDoubling : Algorithm::Ring;
+        case Algorithm::Hierarchical:
+            return Algorithm::Hierarchical;
+        case Algorithm::Auto:
+        case Algorithm::Node:
+            break;  // node: schedules as auto where the node path does not apply
     }
     // Ties go to recursive doubling, then hierarchical: fewer messages.
     Algorithm best = Algorithm::Ring;
@@ -129,8 +136,8 @@ void append_ring(std::vector<Step> &steps, const Group &g, Buf own, size_t first
             if (p < n_out) {
                 const Range r = piece(out, piece_elems, p);
                 // Step 0 sends this rank's own contribution; later steps partial sums.
-                steps.push_back(send(Phase::RingReduceScatter, right, t == 0 ? own : Buf::Recv, r.first * elem,
-                                     r.count * elem));
+                steps.push_back(
+                    send(Phase::RingReduceScatter, right, t == 0 ? own : Buf::Recv, r.first * elem, r.count * elem));
             }
             if (p < n_in) {
                 const Range r = piece(in, piece_elems, p);
@@ -223,8 +230,10 @@ Schedule build_hierarchical(const topo::Topology &t, int rank, size_t count, siz
             const Range r = slice_of(b, sl);
             if (!r.count || owner(t, node, sl) != rank) continue;
             const Group g = rail(t, sl, node);
-            if (r.count * elem <= params.small_msg_max) append_recursive_doubling(s.steps, g, r.first, r.count, elem);
-            else append_ring(s.steps, g, Buf::Recv, r.first, r.count, elem, params.chunk_size);
+            if (r.count * elem <= params.small_msg_max)
+                append_recursive_doubling(s.steps, g, r.first, r.count, elem);
+            else
+                append_ring(s.steps, g, Buf::Recv, r.first, r.count, elem, params.chunk_size);
         }
     };
     auto node_allgather = [&](size_t b) {
@@ -238,7 +247,8 @@ Schedule build_hierarchical(const topo::Topology &t, int rank, size_t count, siz
                 continue;
             }
             for (int m : members)
-                if (m != rank) s.steps.push_back(send(Phase::NodeAllgather, m, Buf::Recv, r.first * elem, r.count * elem));
+                if (m != rank)
+                    s.steps.push_back(send(Phase::NodeAllgather, m, Buf::Recv, r.first * elem, r.count * elem));
         }
     };
     // Software pipeline: block b is in the node stage while b-1 crosses the network
@@ -271,18 +281,19 @@ Schedule build(const topo::Topology &t, int rank, size_t count, size_t elem, boo
     for (int r = 0; r < size; ++r) all.ranks.push_back(r);
     all.me = rank;
     switch (choose_algorithm(t, bytes, params)) {
-    case Algorithm::Hierarchical: return build_hierarchical(t, rank, count, elem, params);
-    case Algorithm::RecursiveDoubling: {
-        Schedule s = empty_schedule(Algorithm::RecursiveDoubling, size, rank, count, elem);
-        if (!in_place) s.steps.push_back(local_copy(0, bytes));
-        append_recursive_doubling(s.steps, all, 0, count, elem);
-        return s;
-    }
-    default: {
-        Schedule s = empty_schedule(Algorithm::Ring, size, rank, count, elem);
-        append_ring(s.steps, all, Buf::Send, 0, count, elem, params.chunk_size);
-        return s;
-    }
+        case Algorithm::Hierarchical:
+            return build_hierarchical(t, rank, count, elem, params);
+        case Algorithm::RecursiveDoubling: {
+            Schedule s = empty_schedule(Algorithm::RecursiveDoubling, size, rank, count, elem);
+            if (!in_place) s.steps.push_back(local_copy(0, bytes));
+            append_recursive_doubling(s.steps, all, 0, count, elem);
+            return s;
+        }
+        default: {
+            Schedule s = empty_schedule(Algorithm::Ring, size, rank, count, elem);
+            append_ring(s.steps, all, Buf::Send, 0, count, elem, params.chunk_size);
+            return s;
+        }
     }
 }
 

@@ -13,11 +13,11 @@
 namespace gpurdma::plan {
 
 struct PlanParams {
-    size_t chunk_size = 256 * 1024;    // largest message put into one landing slot
+    size_t chunk_size = 256 * 1024;  // largest message put into one landing slot
     size_t small_msg_max = 64 * 1024;  // latency path (direct node form, recursive doubling) up to this size
-    size_t node_chunk = 256 * 1024;    // block of the one-node shared-memory allreduce
+    size_t node_chunk = 256 * 1024;  // block of the one-node shared-memory allreduce
     Algorithm algorithm = Algorithm::Auto;
-    CostModel model;                   // auto's choice between nodes
+    CostModel model;  // auto's choice between nodes
 };
 
 // An ordered set of ranks working together and this rank's index in it.
@@ -45,8 +45,7 @@ void append_ring(std::vector<Step> &steps, const Group &g, Buf own, size_t first
 
 // Recursive doubling on Recv[first, first + count) in place (own data already in
 // Recv); ranks beyond the largest power of two fold in before and out after.
-void append_recursive_doubling(std::vector<Step> &steps, const Group &g, size_t first, size_t count,
-                               size_t elem_size);
+void append_recursive_doubling(std::vector<Step> &steps, const Group &g, size_t first, size_t count, size_t elem_size);
 
 // Topology-aware: node reduce-scatter of S = max ranks-per-node slices to their
 // owners, allreduce of each slice among its owners on all nodes (one rail per

@@ -15,10 +15,10 @@ namespace gpurdma::plan {
 enum class Buf : uint8_t { Send, Recv };
 
 enum class StepKind : uint8_t {
-    Copy,        // dst <- src, local
-    Send,        // put src bytes into the next landing slot of peer
+    Copy,  // dst <- src, local
+    Send,  // put src bytes into the next landing slot of peer
     RecvReduce,  // wait for the next message of peer; dst = combine(landed, local operand)
-    RecvCopy,    // wait for the next message of peer; dst <- landed
+    RecvCopy,  // wait for the next message of peer; dst <- landed
 };
 
 // Named stages for messages ("timeout in ring reduce-scatter waiting on rank 3").
@@ -30,8 +30,8 @@ enum class Phase : uint8_t {
     RdExchange,
     RdFoldOut,
     NodeReduceScatter,  // hierarchical stage 1: slices to their owners on the node
-    NodeAllgather,      // hierarchical stage 3: reduced slices back to the node
-    Calibration,        // set-up: ping-pong that measures the cost model's links
+    NodeAllgather,  // hierarchical stage 3: reduced slices back to the node
+    Calibration,  // set-up: ping-pong that measures the cost model's links
 };
 
 const char *phase_name(Phase phase);
@@ -43,9 +43,9 @@ struct Step {
     // RecvReduce only: true computes landed OP local, false computes local OP landed.
     // Fixing the order per pair is what makes floating-point results bit-identical.
     bool landed_first;
-    int peer;        // rank in the communicator, -1 for local steps
-    Buf dst_buf;     // Copy, RecvReduce, RecvCopy
-    Buf src_buf;     // Copy, Send; RecvReduce: the local operand
+    int peer;  // rank in the communicator, -1 for local steps
+    Buf dst_buf;  // Copy, RecvReduce, RecvCopy
+    Buf src_buf;  // Copy, Send; RecvReduce: the local operand
     size_t dst_off;  // byte offsets into the user buffers
     size_t src_off;
     size_t bytes;
@@ -57,8 +57,8 @@ struct Schedule {
     Algorithm algorithm = Algorithm::Auto;
     int rank = 0;
     int size = 1;
-    size_t bytes = 0;        // message size
-    size_t elem_size = 1;    // bytes per element, for reductions
+    size_t bytes = 0;  // message size
+    size_t elem_size = 1;  // bytes per element, for reductions
     std::vector<Step> steps;
 };
 

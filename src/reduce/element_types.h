@@ -11,8 +11,7 @@
 namespace gpurdma::reduce {
 
 // Same layout as C's T _Complex (an array of two T: real, then imaginary).
-template <typename T>
-struct Complex {
+template <typename T> struct Complex {
     T re;
     T im;
 };
@@ -22,38 +21,32 @@ struct Complex {
 // and rounds back to half at each step, as the MPI's own op on _Float16 does. Float
 // has 24 >= 2 * 11 + 2 bits, so a sum or product rounded to float and then to half is
 // the correctly rounded half: what native half arithmetic gives too.
-template <typename Conv>
-struct Half {
+template <typename Conv> struct Half {
     std::uint16_t bits;
 };
 
 // Same layout as C's struct { T v; int i; } (MPI_FLOAT_INT, MPI_2INT, ...).
-template <typename T>
-struct ValueIndex {
+template <typename T> struct ValueIndex {
     T v;
     int i;
 };
 
 namespace detail {
 
-template <typename T>
-struct CPair {  // the layout the MPI standard names, spelled as plain C
+template <typename T> struct CPair {  // the layout the MPI standard names, spelled as plain C
     T v;
     int i;
 };
 
-template <typename T>
-constexpr bool pair_matches_c() {
-    return sizeof(ValueIndex<T>) == sizeof(CPair<T>) &&
-           alignof(ValueIndex<T>) == alignof(CPair<T>) &&
-           offsetof(ValueIndex<T>, v) == offsetof(CPair<T>, v) &&
-           offsetof(ValueIndex<T>, i) == offsetof(CPair<T>, i) &&
-           std::is_standard_layout_v<ValueIndex<T>> &&
-           std::is_trivially_copyable_v<ValueIndex<T>>;
+template <typename T> constexpr bool pair_matches_c()
+{
+    return sizeof(ValueIndex<T>) == sizeof(CPair<T>) && alignof(ValueIndex<T>) == alignof(CPair<T>) &&
+           offsetof(ValueIndex<T>, v) == offsetof(CPair<T>, v) && offsetof(ValueIndex<T>, i) == offsetof(CPair<T>, i) &&
+           std::is_standard_layout_v<ValueIndex<T>> && std::is_trivially_copyable_v<ValueIndex<T>>;
 }
 
-template <typename T>
-constexpr bool complex_matches_c() {
+template <typename T> constexpr bool complex_matches_c()
+{
     return sizeof(Complex<T>) == 2 * sizeof(T) && alignof(Complex<T>) == alignof(T) &&
            offsetof(Complex<T>, im) == sizeof(T) && std::is_standard_layout_v<Complex<T>> &&
            std::is_trivially_copyable_v<Complex<T>>;

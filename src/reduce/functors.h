@@ -28,11 +28,10 @@ namespace detail {
 // narrower unsigned types would promote to (signed) int, where u16 * u16 overflows.
 // Converting the result back to a signed type is modular on every compiler we target.
 template <typename T>
-using wrap_t =
-    std::conditional_t<(sizeof(T) < sizeof(unsigned)), unsigned, std::make_unsigned_t<T>>;
+using wrap_t = std::conditional_t<(sizeof(T) < sizeof(unsigned)), unsigned, std::make_unsigned_t<T>>;
 
-template <typename T>
-GPURDMA_HD inline bool sign_bit(T x) {
+template <typename T> GPURDMA_HD inline bool sign_bit(T x)
+{
 #if defined(__CUDA_ARCH__)
     return signbit(x);
 #else
@@ -44,8 +43,8 @@ GPURDMA_HD inline bool sign_bit(T x) {
 // contraction (-ffp-contract=off) and builds nothing that adds products for an ISA
 // with FMA (kernel_loops.h); nvcc contracts by default (--fmad=true), and its _rn
 // intrinsics are the products it never fuses.
-template <typename T>
-GPURDMA_HD inline T mul_rounded(T a, T b) {
+template <typename T> GPURDMA_HD inline T mul_rounded(T a, T b)
+{
 #if defined(__CUDA_ARCH__)
     if constexpr (std::is_same_v<T, float>) {
         return __fmul_rn(a, b);
@@ -60,8 +59,8 @@ GPURDMA_HD inline T mul_rounded(T a, T b) {
 }
 
 // Which operand floating MIN/MAX return (the rules are spelled out above Min).
-template <typename T>
-GPURDMA_HD inline bool min_takes_a(T a, T b) {
+template <typename T> GPURDMA_HD inline bool min_takes_a(T a, T b)
+{
     if (a != a) return true;
     if (b != b) return false;
     if (a < b) return true;
@@ -69,8 +68,8 @@ GPURDMA_HD inline bool min_takes_a(T a, T b) {
     return sign_bit(a);  // equal: only zeros can differ
 }
 
-template <typename T>
-GPURDMA_HD inline bool max_takes_a(T a, T b) {
+template <typename T> GPURDMA_HD inline bool max_takes_a(T a, T b)
+{
     if (a != a) return true;
     if (b != b) return false;
     if (a < b) return false;
@@ -81,17 +80,21 @@ GPURDMA_HD inline bool max_takes_a(T a, T b) {
 // binary16 bits as an unsigned key in the order of their values, -0 before +0 (NaNs
 // aside): MIN/MAX on halves compare these, which is the float comparison without
 // converting (a comparison of widened halves also makes GCC call a soft-float helper).
-GPURDMA_HD inline unsigned half_order(std::uint16_t h) {
+GPURDMA_HD inline unsigned half_order(std::uint16_t h)
+{
     return (h & 0x8000u) != 0 ? 0xffffu - h : h + 0x8000u;
 }
 
-GPURDMA_HD inline bool half_is_nan(std::uint16_t h) { return (h & 0x7fffu) > 0x7c00u; }
+GPURDMA_HD inline bool half_is_nan(std::uint16_t h)
+{
+    return (h & 0x7fffu) > 0x7c00u;
+}
 
 }  // namespace detail
 
 struct Sum {
-    template <typename T>
-    GPURDMA_HD T operator()(T a, T b) const {
+    template <typename T> GPURDMA_HD T operator()(T a, T b) const
+    {
         if constexpr (std::is_integral_v<T>) {
             using U = detail::wrap_t<T>;
             return static_cast<T>(static_cast<U>(static_cast<U>(a) + static_cast<U>(b)));
@@ -99,19 +102,19 @@ struct Sum {
             return a + b;
         }
     }
-    template <typename T>
-    GPURDMA_HD Complex<T> operator()(Complex<T> a, Complex<T> b) const {
+    template <typename T> GPURDMA_HD Complex<T> operator()(Complex<T> a, Complex<T> b) const
+    {
         return {a.re + b.re, a.im + b.im};
     }
-    template <typename C>
-    GPURDMA_HD Half<C> operator()(Half<C> a, Half<C> b) const {
+    template <typename C> GPURDMA_HD Half<C> operator()(Half<C> a, Half<C> b) const
+    {
         return {C::narrow(C::widen(a.bits) + C::widen(b.bits))};
     }
 };
 
 struct Prod {
-    template <typename T>
-    GPURDMA_HD T operator()(T a, T b) const {
+    template <typename T> GPURDMA_HD T operator()(T a, T b) const
+    {
         if constexpr (std::is_integral_v<T>) {
             using U = detail::wrap_t<T>;
             return static_cast<T>(static_cast<U>(static_cast<U>(a) * static_cast<U>(b)));
@@ -122,14 +125,13 @@ struct Prod {
     // The textbook formula with every product rounded (as Open MPI's op and numpy
     // compute finite values), not C's Annex G (no inf/NaN recovery): cheap, and
     // identical on host and device.
-    template <typename T>
-    GPURDMA_HD Complex<T> operator()(Complex<T> a, Complex<T> b) const {
+    template <typename T> GPURDMA_HD Complex<T> operator()(Complex<T> a, Complex<T> b) const
+    {
         using detail::mul_rounded;
-        return {mul_rounded(a.re, b.re) - mul_rounded(a.im, b.im),
-                mul_rounded(a.re, b.im) + mul_rounded(a.im, b.re)};
+        return {mul_rounded(a.re, b.re) - mul_rounded(a.im, b.im), mul_rounded(a.re, b.im) + mul_rounded(a.im, b.re)};
     }
-    template <typename C>
-    GPURDMA_HD Half<C> operator()(Half<C> a, Half<C> b) const {
+    template <typename C> GPURDMA_HD Half<C> operator()(Half<C> a, Half<C> b) const
+    {
         return {C::narrow(C::widen(a.bits) * C::widen(b.bits))};
     }
 };
@@ -141,16 +143,16 @@ struct Prod {
 // (`a != a` is the NaN test; it needs IEEE semantics, i.e. no -ffast-math.)
 // Half precision returns an operand's bits unchanged, by the same rules.
 struct Min {
-    template <typename T>
-    GPURDMA_HD T operator()(T a, T b) const {
+    template <typename T> GPURDMA_HD T operator()(T a, T b) const
+    {
         if constexpr (std::is_floating_point_v<T>) {
             return detail::min_takes_a(a, b) ? a : b;
         } else {
             return b < a ? b : a;
         }
     }
-    template <typename C>
-    GPURDMA_HD Half<C> operator()(Half<C> a, Half<C> b) const {
+    template <typename C> GPURDMA_HD Half<C> operator()(Half<C> a, Half<C> b) const
+    {
         if (detail::half_is_nan(a.bits)) return a;
         if (detail::half_is_nan(b.bits)) return b;
         return detail::half_order(a.bits) <= detail::half_order(b.bits) ? a : b;
@@ -158,16 +160,16 @@ struct Min {
 };
 
 struct Max {
-    template <typename T>
-    GPURDMA_HD T operator()(T a, T b) const {
+    template <typename T> GPURDMA_HD T operator()(T a, T b) const
+    {
         if constexpr (std::is_floating_point_v<T>) {
             return detail::max_takes_a(a, b) ? a : b;
         } else {
             return a < b ? b : a;
         }
     }
-    template <typename C>
-    GPURDMA_HD Half<C> operator()(Half<C> a, Half<C> b) const {
+    template <typename C> GPURDMA_HD Half<C> operator()(Half<C> a, Half<C> b) const
+    {
         if (detail::half_is_nan(a.bits)) return a;
         if (detail::half_is_nan(b.bits)) return b;
         return detail::half_order(a.bits) >= detail::half_order(b.bits) ? a : b;
@@ -176,52 +178,34 @@ struct Max {
 
 // Logical ops: nonzero is true; the result is 1 or 0 in the element type.
 struct LAnd {
-    template <typename T>
-    GPURDMA_HD T operator()(T a, T b) const {
-        return static_cast<T>((a != 0) & (b != 0));
-    }
+    template <typename T> GPURDMA_HD T operator()(T a, T b) const { return static_cast<T>((a != 0) & (b != 0)); }
 };
 
 struct LOr {
-    template <typename T>
-    GPURDMA_HD T operator()(T a, T b) const {
-        return static_cast<T>((a != 0) | (b != 0));
-    }
+    template <typename T> GPURDMA_HD T operator()(T a, T b) const { return static_cast<T>((a != 0) | (b != 0)); }
 };
 
 struct LXor {
-    template <typename T>
-    GPURDMA_HD T operator()(T a, T b) const {
-        return static_cast<T>((a != 0) ^ (b != 0));
-    }
+    template <typename T> GPURDMA_HD T operator()(T a, T b) const { return static_cast<T>((a != 0) ^ (b != 0)); }
 };
 
 struct BAnd {
-    template <typename T>
-    GPURDMA_HD T operator()(T a, T b) const {
-        return static_cast<T>(a & b);
-    }
+    template <typename T> GPURDMA_HD T operator()(T a, T b) const { return static_cast<T>(a & b); }
 };
 
 struct BOr {
-    template <typename T>
-    GPURDMA_HD T operator()(T a, T b) const {
-        return static_cast<T>(a | b);
-    }
+    template <typename T> GPURDMA_HD T operator()(T a, T b) const { return static_cast<T>(a | b); }
 };
 
 struct BXor {
-    template <typename T>
-    GPURDMA_HD T operator()(T a, T b) const {
-        return static_cast<T>(a ^ b);
-    }
+    template <typename T> GPURDMA_HD T operator()(T a, T b) const { return static_cast<T>(a ^ b); }
 };
 
 // MAXLOC/MINLOC: the larger (smaller) value wins; on equal values the smaller
 // index wins (MPI standard), so the result is symmetric in a and b.
 struct MaxLoc {
-    template <typename T>
-    GPURDMA_HD ValueIndex<T> operator()(ValueIndex<T> a, ValueIndex<T> b) const {
+    template <typename T> GPURDMA_HD ValueIndex<T> operator()(ValueIndex<T> a, ValueIndex<T> b) const
+    {
         if (a.v > b.v) return a;
         if (b.v > a.v) return b;
         return b.i < a.i ? b : a;
@@ -229,8 +213,8 @@ struct MaxLoc {
 };
 
 struct MinLoc {
-    template <typename T>
-    GPURDMA_HD ValueIndex<T> operator()(ValueIndex<T> a, ValueIndex<T> b) const {
+    template <typename T> GPURDMA_HD ValueIndex<T> operator()(ValueIndex<T> a, ValueIndex<T> b) const
+    {
         if (a.v < b.v) return a;
         if (b.v < a.v) return b;
         return b.i < a.i ? b : a;

@@ -12,7 +12,8 @@
 
 namespace gpurdma::reduce {
 
-inline float half_to_float(std::uint16_t h) {
+inline float half_to_float(std::uint16_t h)
+{
     const std::uint32_t sign = static_cast<std::uint32_t>(h & 0x8000u) << 16;
     const std::uint32_t exp = (h >> 10) & 0x1fu;
     std::uint32_t mant = h & 0x3ffu;
@@ -36,7 +37,8 @@ inline float half_to_float(std::uint16_t h) {
     return f;
 }
 
-inline std::uint16_t float_to_half(float f) {
+inline std::uint16_t float_to_half(float f)
+{
     std::uint32_t x;
     std::memcpy(&x, &f, sizeof x);
     const auto sign = static_cast<std::uint16_t>((x >> 16) & 0x8000u);
@@ -80,12 +82,14 @@ struct SoftHalf {
 #if defined(__FLT16_MANT_DIG__) && !defined(__CUDACC__)
 #define GPURDMA_HAVE_FLOAT16 1
 struct NativeHalf {
-    static float widen(std::uint16_t h) {
+    static float widen(std::uint16_t h)
+    {
         _Float16 x;
         std::memcpy(&x, &h, sizeof x);
         return static_cast<float>(x);
     }
-    static std::uint16_t narrow(float f) {
+    static std::uint16_t narrow(float f)
+    {
         const auto x = static_cast<_Float16>(f);
         std::uint16_t h;
         std::memcpy(&h, &x, sizeof h);

@@ -27,12 +27,10 @@ using HalfConv = SoftHalf;
 
 // The element type this variant computes with: its own half conversions, else the
 // type map's.
-template <typename T>
-struct Local {
+template <typename T> struct Local {
     using type = T;
 };
-template <typename C>
-struct Local<Half<C>> {
+template <typename C> struct Local<Half<C>> {
     using type = Half<HalfConv>;
 };
 
@@ -42,25 +40,26 @@ struct Local<Half<C>> {
 // vector path.
 // a == b is allowed here: restrict only forbids aliasing what is written.
 template <typename F, typename T>
-void loop_distinct(T* __restrict d, const T* __restrict a, const T* __restrict b, std::size_t n) {
+void loop_distinct(T *__restrict d, const T *__restrict a, const T *__restrict b, std::size_t n)
+{
     const F f{};
     for (std::size_t i = 0; i < n; ++i) d[i] = f(a[i], b[i]);
 }
 
-template <typename F, typename T>
-void loop_into_a(T* __restrict d, const T* __restrict b, std::size_t n) {
+template <typename F, typename T> void loop_into_a(T *__restrict d, const T *__restrict b, std::size_t n)
+{
     const F f{};
     for (std::size_t i = 0; i < n; ++i) d[i] = f(d[i], b[i]);
 }
 
-template <typename F, typename T>
-void loop_into_b(T* __restrict d, const T* __restrict a, std::size_t n) {
+template <typename F, typename T> void loop_into_b(T *__restrict d, const T *__restrict a, std::size_t n)
+{
     const F f{};
     for (std::size_t i = 0; i < n; ++i) d[i] = f(a[i], d[i]);
 }
 
-template <typename F, typename T>
-void loop_all_same(T* d, std::size_t n) {
+template <typename F, typename T> void loop_all_same(T *d, std::size_t n)
+{
     const F f{};
     for (std::size_t i = 0; i < n; ++i) d[i] = f(d[i], d[i]);
 }
@@ -69,13 +68,13 @@ void loop_all_same(T* d, std::size_t n) {
 // undefined (and vector code may assume alignment). Such buffers go through aligned
 // scratch in chunks, reduced by this variant's own loop: reads of a chunk happen
 // before its writes, so aliasing holds.
-template <typename F, typename T>
-void run_unaligned(void* dst, const void* a, const void* b, std::size_t n) {
+template <typename F, typename T> void run_unaligned(void *dst, const void *a, const void *b, std::size_t n)
+{
     constexpr std::size_t kChunk = 4096 / sizeof(T) ? 4096 / sizeof(T) : 1;
     alignas(64) T x[kChunk], y[kChunk];
-    auto* d = static_cast<unsigned char*>(dst);
-    const auto* pa = static_cast<const unsigned char*>(a);
-    const auto* pb = static_cast<const unsigned char*>(b);
+    auto *d = static_cast<unsigned char *>(dst);
+    const auto *pa = static_cast<const unsigned char *>(a);
+    const auto *pb = static_cast<const unsigned char *>(b);
     for (std::size_t done = 0; done < n; done += kChunk) {
         const std::size_t m = std::min(kChunk, n - done);
         std::memcpy(x, pa + done * sizeof(T), m * sizeof(T));
@@ -85,18 +84,16 @@ void run_unaligned(void* dst, const void* a, const void* b, std::size_t n) {
     }
 }
 
-template <typename F, typename T>
-void run(void* dst, const void* a, const void* b, std::size_t n) {
-    const auto misaligned = [](const void* p) {
-        return reinterpret_cast<std::uintptr_t>(p) % alignof(T) != 0;
-    };
+template <typename F, typename T> void run(void *dst, const void *a, const void *b, std::size_t n)
+{
+    const auto misaligned = [](const void *p) { return reinterpret_cast<std::uintptr_t>(p) % alignof(T) != 0; };
     if (misaligned(dst) || misaligned(a) || misaligned(b)) {
         run_unaligned<F, T>(dst, a, b, n);
         return;
     }
-    T* d = static_cast<T*>(dst);
-    const T* x = static_cast<const T*>(a);
-    const T* y = static_cast<const T*>(b);
+    T *d = static_cast<T *>(dst);
+    const T *x = static_cast<const T *>(a);
+    const T *y = static_cast<const T *>(b);
     if (d == x && d == y) {
         loop_all_same<F>(d, n);
     } else if (d == x) {
@@ -108,8 +105,8 @@ void run(void* dst, const void* a, const void* b, std::size_t n) {
     }
 }
 
-template <std::size_t O, std::size_t D>
-constexpr Kernel kernel_for() {
+template <std::size_t O, std::size_t D> constexpr Kernel kernel_for()
+{
     constexpr auto op = static_cast<gpurdma_op_t>(O);
     using Elem = types::Dtype<static_cast<gpurdma_dtype_t>(D)>;
     if constexpr (!types::valid(op, Elem::kind)) {
@@ -122,7 +119,8 @@ constexpr Kernel kernel_for() {
 }
 
 template <std::size_t... I>
-constexpr std::array<Kernel, types::kOps * types::kDtypes> make_table(std::index_sequence<I...>) {
+constexpr std::array<Kernel, types::kOps * types::kDtypes> make_table(std::index_sequence<I...>)
+{
     return {{kernel_for<I / types::kDtypes, I % types::kDtypes>()...}};
 }
 

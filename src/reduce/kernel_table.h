@@ -17,7 +17,7 @@ enum class Isa { Baseline, Avx2, Avx512, Count };
 
 // dst[i] = a[i] OP b[i] for i < n, at any alignment; dst may be exactly a and/or b.
 // No argument checks (reduce::apply does them).
-using Kernel = void (*)(void* dst, const void* a, const void* b, std::size_t n);
+using Kernel = void (*)(void *dst, const void *a, const void *b, std::size_t n);
 
 // The kernel for (op, dtype) built for isa; nullptr when the MPI standard does not
 // define the pair, the values are out of range, or isa is not built (isa_built).
@@ -33,7 +33,7 @@ bool isa_runnable(Isa isa);
 // The variant reduce::apply uses: the widest runnable one.
 Isa dispatched_isa();
 
-const char* isa_name(Isa isa);
+const char *isa_name(Isa isa);
 
 }  // namespace gpurdma::reduce
 

@@ -13,15 +13,14 @@ namespace gpurdma::reduce {
 // overlap is rejected (GPURDMA_ERR_INVALID). Returns GPURDMA_ERR_UNSUPPORTED for a
 // combination the MPI standard does not define, GPURDMA_ERR_INVALID for an op or
 // dtype out of range or a null buffer with count > 0.
-gpurdma_status_t apply(gpurdma_op_t op, gpurdma_dtype_t dtype, void* dst, const void* a,
-                       const void* b, size_t count);
+gpurdma_status_t apply(gpurdma_op_t op, gpurdma_dtype_t dtype, void *dst, const void *a, const void *b, size_t count);
 
 // Whether the MPI standard defines op on dtype (false for values out of range).
 bool supported(gpurdma_op_t op, gpurdma_dtype_t dtype);
 
 // Whether two spans of `bytes` bytes overlap without starting at the same address
 // (the overlap apply rejects).
-bool partially_overlap(const void* p, const void* q, size_t bytes);
+bool partially_overlap(const void *p, const void *q, size_t bytes);
 
 // C sizeof of one element; 0 for a dtype out of range.
 size_t dtype_size(gpurdma_dtype_t dtype);

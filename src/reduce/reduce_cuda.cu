@@ -25,51 +25,115 @@ struct CudaHalf {
     __host__ __device__ static uint16_t narrow(float f) { return __half_as_ushort(__float2half_rn(f)); }
 };
 
-template <int D> struct DevType { using type = void; };
-template <> struct DevType<GPURDMA_INT8> { using type = int8_t; };
-template <> struct DevType<GPURDMA_UINT8> { using type = uint8_t; };
-template <> struct DevType<GPURDMA_INT16> { using type = int16_t; };
-template <> struct DevType<GPURDMA_UINT16> { using type = uint16_t; };
-template <> struct DevType<GPURDMA_INT32> { using type = int32_t; };
-template <> struct DevType<GPURDMA_UINT32> { using type = uint32_t; };
-template <> struct DevType<GPURDMA_INT64> { using type = int64_t; };
-template <> struct DevType<GPURDMA_UINT64> { using type = uint64_t; };
-template <> struct DevType<GPURDMA_FLOAT> { using type = float; };
-template <> struct DevType<GPURDMA_DOUBLE> { using type = double; };
-template <> struct DevType<GPURDMA_BOOL> { using type = uint8_t; };  // C _Bool read as a byte, as on the host
-template <> struct DevType<GPURDMA_BYTE> { using type = uint8_t; };
-template <> struct DevType<GPURDMA_FLOAT_COMPLEX> { using type = Complex<float>; };
-template <> struct DevType<GPURDMA_DOUBLE_COMPLEX> { using type = Complex<double>; };
-template <> struct DevType<GPURDMA_FLOAT_INT> { using type = ValueIndex<float>; };
-template <> struct DevType<GPURDMA_DOUBLE_INT> { using type = ValueIndex<double>; };
-template <> struct DevType<GPURDMA_LONG_INT> { using type = ValueIndex<long>; };
-template <> struct DevType<GPURDMA_2INT> { using type = ValueIndex<int>; };
-template <> struct DevType<GPURDMA_SHORT_INT> { using type = ValueIndex<short>; };
-template <> struct DevType<GPURDMA_FLOAT16> { using type = Half<CudaHalf>; };
+template <int D> struct DevType {
+    using type = void;
+};
+template <> struct DevType<GPURDMA_INT8> {
+    using type = int8_t;
+};
+template <> struct DevType<GPURDMA_UINT8> {
+    using type = uint8_t;
+};
+template <> struct DevType<GPURDMA_INT16> {
+    using type = int16_t;
+};
+template <> struct DevType<GPURDMA_UINT16> {
+    using type = uint16_t;
+};
+template <> struct DevType<GPURDMA_INT32> {
+    using type = int32_t;
+};
+template <> struct DevType<GPURDMA_UINT32> {
+    using type = uint32_t;
+};
+template <> struct DevType<GPURDMA_INT64> {
+    using type = int64_t;
+};
+template <> struct DevType<GPURDMA_UINT64> {
+    using type = uint64_t;
+};
+template <> struct DevType<GPURDMA_FLOAT> {
+    using type = float;
+};
+template <> struct DevType<GPURDMA_DOUBLE> {
+    using type = double;
+};
+template <> struct DevType<GPURDMA_BOOL> {
+    using type = uint8_t;
+};  // C _Bool read as a byte, as on the host
+template <> struct DevType<GPURDMA_BYTE> {
+    using type = uint8_t;
+};
+template <> struct DevType<GPURDMA_FLOAT_COMPLEX> {
+    using type = Complex<float>;
+};
+template <> struct DevType<GPURDMA_DOUBLE_COMPLEX> {
+    using type = Complex<double>;
+};
+template <> struct DevType<GPURDMA_FLOAT_INT> {
+    using type = ValueIndex<float>;
+};
+template <> struct DevType<GPURDMA_DOUBLE_INT> {
+    using type = ValueIndex<double>;
+};
+template <> struct DevType<GPURDMA_LONG_INT> {
+    using type = ValueIndex<long>;
+};
+template <> struct DevType<GPURDMA_2INT> {
+    using type = ValueIndex<int>;
+};
+template <> struct DevType<GPURDMA_SHORT_INT> {
+    using type = ValueIndex<short>;
+};
+template <> struct DevType<GPURDMA_FLOAT16> {
+    using type = Half<CudaHalf>;
+};
 
 template <int O> struct DevOp;
-template <> struct DevOp<GPURDMA_SUM> { using type = Sum; };
-template <> struct DevOp<GPURDMA_PROD> { using type = Prod; };
-template <> struct DevOp<GPURDMA_MIN> { using type = Min; };
-template <> struct DevOp<GPURDMA_MAX> { using type = Max; };
-template <> struct DevOp<GPURDMA_LAND> { using type = LAnd; };
-template <> struct DevOp<GPURDMA_LOR> { using type = LOr; };
-template <> struct DevOp<GPURDMA_LXOR> { using type = LXor; };
-template <> struct DevOp<GPURDMA_BAND> { using type = BAnd; };
-template <> struct DevOp<GPURDMA_BOR> { using type = BOr; };
-template <> struct DevOp<GPURDMA_BXOR> { using type = BXor; };
-template <> struct DevOp<GPURDMA_MAXLOC> { using type = MaxLoc; };
-template <> struct DevOp<GPURDMA_MINLOC> { using type = MinLoc; };
+template <> struct DevOp<GPURDMA_SUM> {
+    using type = Sum;
+};
+template <> struct DevOp<GPURDMA_PROD> {
+    using type = Prod;
+};
+template <> struct DevOp<GPURDMA_MIN> {
+    using type = Min;
+};
+template <> struct DevOp<GPURDMA_MAX> {
+    using type = Max;
+};
+template <> struct DevOp<GPURDMA_LAND> {
+    using type = LAnd;
+};
+template <> struct DevOp<GPURDMA_LOR> {
+    using type = LOr;
+};
+template <> struct DevOp<GPURDMA_LXOR> {
+    using type = LXor;
+};
+template <> struct DevOp<GPURDMA_BAND> {
+    using type = BAnd;
+};
+template <> struct DevOp<GPURDMA_BOR> {
+    using type = BOr;
+};
+template <> struct DevOp<GPURDMA_BXOR> {
+    using type = BXor;
+};
+template <> struct DevOp<GPURDMA_MAXLOC> {
+    using type = MaxLoc;
+};
+template <> struct DevOp<GPURDMA_MINLOC> {
+    using type = MinLoc;
+};
 
 // 16 bytes seen as elements: one 128-bit load per source per step.
-template <typename T>
-union Vec {
+template <typename T> union Vec {
     uint4 raw;
     T e[16 / sizeof(T)];
 };
 
-template <typename F, typename T>
-__device__ void reduce_sources(const ReduceArgs &a)
+template <typename F, typename T> __device__ void reduce_sources(const ReduceArgs &a)
 {
     static_assert(16 % sizeof(T) == 0, "every device element size divides 16");
     constexpr int kPer = 16 / sizeof(T);
@@ -110,16 +174,16 @@ __device__ void reduce_sources(const ReduceArgs &a)
 template <int O, int D>
 constexpr bool kSupported = device_supported(static_cast<gpurdma_op_t>(O), static_cast<gpurdma_dtype_t>(D));
 
-template <int O, int D>
-__device__ void dispatch(const ReduceArgs &a)
+template <int O, int D> __device__ void dispatch(const ReduceArgs &a)
 {
-    if constexpr (kSupported<O, D>)
-        reduce_sources<typename DevOp<O>::type, typename DevType<D>::type>(a);
+    if constexpr (kSupported<O, D>) reduce_sources<typename DevOp<O>::type, typename DevType<D>::type>(a);
 }
 
 }  // namespace
 }  // namespace gpurdma::reduce::device
 
+// The macro tables are laid out by hand.
+// clang-format off
 // One entry per (op, dtype) enum pair; unsupported pairs compile to empty kernels
 // that the host never looks up.
 #define GPURDMA_RS(O, D)                                                                   \
@@ -141,3 +205,4 @@ static_assert(GPURDMA_LONG_DOUBLE == 10 && GPURDMA_LONG_DOUBLE_COMPLEX == 15 && 
 
 GPURDMA_RS_OP(0) GPURDMA_RS_OP(1) GPURDMA_RS_OP(2) GPURDMA_RS_OP(3) GPURDMA_RS_OP(4) GPURDMA_RS_OP(5)
 GPURDMA_RS_OP(6) GPURDMA_RS_OP(7) GPURDMA_RS_OP(8) GPURDMA_RS_OP(9) GPURDMA_RS_OP(10) GPURDMA_RS_OP(11)
+    // clang-format on

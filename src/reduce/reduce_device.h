@@ -41,22 +41,42 @@ using reduce::Kind;  // the MPI standard's type groups (op_rules.h)
 constexpr Kind kind_of(gpurdma_dtype_t d)
 {
     switch (d) {
-        case GPURDMA_INT8: case GPURDMA_UINT8: case GPURDMA_INT16: case GPURDMA_UINT16:
-        case GPURDMA_INT32: case GPURDMA_UINT32: case GPURDMA_INT64: case GPURDMA_UINT64:
+        case GPURDMA_INT8:
+        case GPURDMA_UINT8:
+        case GPURDMA_INT16:
+        case GPURDMA_UINT16:
+        case GPURDMA_INT32:
+        case GPURDMA_UINT32:
+        case GPURDMA_INT64:
+        case GPURDMA_UINT64:
             return Kind::Integer;
-        case GPURDMA_FLOAT: case GPURDMA_DOUBLE: case GPURDMA_FLOAT16: return Kind::Floating;
-        case GPURDMA_BOOL: return Kind::Logical;
-        case GPURDMA_BYTE: return Kind::Byte;
-        case GPURDMA_FLOAT_COMPLEX: case GPURDMA_DOUBLE_COMPLEX: return Kind::Complex;
-        case GPURDMA_FLOAT_INT: case GPURDMA_DOUBLE_INT: case GPURDMA_LONG_INT: case GPURDMA_2INT:
+        case GPURDMA_FLOAT:
+        case GPURDMA_DOUBLE:
+        case GPURDMA_FLOAT16:
+            return Kind::Floating;
+        case GPURDMA_BOOL:
+            return Kind::Logical;
+        case GPURDMA_BYTE:
+            return Kind::Byte;
+        case GPURDMA_FLOAT_COMPLEX:
+        case GPURDMA_DOUBLE_COMPLEX:
+            return Kind::Complex;
+        case GPURDMA_FLOAT_INT:
+        case GPURDMA_DOUBLE_INT:
+        case GPURDMA_LONG_INT:
+        case GPURDMA_2INT:
         case GPURDMA_SHORT_INT:
             return Kind::Pair;
-        default: return Kind::None;  // long double family, out of range
+        default:
+            return Kind::None;  // long double family, out of range
     }
 }
 
 // The MPI standard's valid (op, type group) pairs, for the types the GPU handles.
-constexpr bool device_supported(gpurdma_op_t op, gpurdma_dtype_t d) { return valid_op(op, kind_of(d)); }
+constexpr bool device_supported(gpurdma_op_t op, gpurdma_dtype_t d)
+{
+    return valid_op(op, kind_of(d));
+}
 
 // Whether two results are the same element: every byte, except the padding of the
 // value/index pairs (MPI_SHORT_INT, MPI_DOUBLE_INT, ...), which no op defines.

@@ -77,39 +77,45 @@ namespace {
 using types::kDtypes;
 using types::kOps;
 
-template <std::size_t... D>
-constexpr std::array<std::size_t, kDtypes> make_sizes(std::index_sequence<D...>) {
+template <std::size_t... D> constexpr std::array<std::size_t, kDtypes> make_sizes(std::index_sequence<D...>)
+{
     return {{sizeof(typename types::Dtype<static_cast<gpurdma_dtype_t>(D)>::type)...}};
 }
 
 constexpr auto kSizes = make_sizes(std::make_index_sequence<kDtypes>{});
 
-bool in_range(gpurdma_op_t op, gpurdma_dtype_t dtype) {
+bool in_range(gpurdma_op_t op, gpurdma_dtype_t dtype)
+{
     // Compare as unsigned: an enum can hold values outside its enumerators.
     return static_cast<unsigned>(op) < kOps && static_cast<unsigned>(dtype) < kDtypes;
 }
 
 using Table = std::array<Kernel, kOps * kDtypes>;
 
-const Table* table_of(Isa isa) {
+const Table *table_of(Isa isa)
+{
     switch (isa) {
-        case Isa::Baseline: return &baseline::kTable;
+        case Isa::Baseline:
+            return &baseline::kTable;
 #if GPURDMA_X86_VARIANTS
-        case Isa::Avx2: return &avx2::kTable;
-        case Isa::Avx512: return &avx512::kTable;
+        case Isa::Avx2:
+            return &avx2::kTable;
+        case Isa::Avx512:
+            return &avx512::kTable;
 #endif
-        default: return nullptr;
+        default:
+            return nullptr;
     }
 }
 
 // The table reduce::apply indexes: the dispatched variant's, filled once.
-const Table& dispatch_table() {
+const Table &dispatch_table()
+{
     static const Table table = [] {
         Table t{};
         const Isa isa = dispatched_isa();
         for (std::size_t i = 0; i < t.size(); ++i) {
-            t[i] = kernel(isa, static_cast<gpurdma_op_t>(i / kDtypes),
-                          static_cast<gpurdma_dtype_t>(i % kDtypes));
+            t[i] = kernel(isa, static_cast<gpurdma_op_t>(i / kDtypes), static_cast<gpurdma_dtype_t>(i % kDtypes));
         }
         return t;
     }();
@@ -118,8 +124,9 @@ const Table& dispatch_table() {
 
 }  // namespace
 
-Kernel kernel(Isa isa, gpurdma_op_t op, gpurdma_dtype_t dtype) {
-    const Table* table = table_of(isa);
+Kernel kernel(Isa isa, gpurdma_op_t op, gpurdma_dtype_t dtype)
+{
+    const Table *table = table_of(isa);
     if (table == nullptr || !in_range(op, dtype)) return nullptr;
     const std::size_t i = op * kDtypes + dtype;
 #if GPURDMA_X86_VARIANTS
@@ -130,9 +137,13 @@ Kernel kernel(Isa isa, gpurdma_op_t op, gpurdma_dtype_t dtype) {
     return (*table)[i];
 }
 
-bool isa_built(Isa isa) { return table_of(isa) != nullptr; }
+bool isa_built(Isa isa)
+{
+    return table_of(isa) != nullptr;
+}
 
-bool isa_runnable(Isa isa) {
+bool isa_runnable(Isa isa)
+{
     if (!isa_built(isa)) return false;
 #if GPURDMA_X86_VARIANTS
     // libgcc's checks include the OS saving the wider registers (XCR0).
@@ -140,13 +151,13 @@ bool isa_runnable(Isa isa) {
     const bool f16c = __builtin_cpu_supports("f16c");
     if (isa == Isa::Avx2) return f16c && __builtin_cpu_supports("avx2");
     // AVX-512's complex PROD is AVX2's kernel (kernel()), so it needs AVX2 too.
-    if (isa == Isa::Avx512)
-        return f16c && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx2");
+    if (isa == Isa::Avx512) return f16c && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx2");
 #endif
     return true;
 }
 
-Isa dispatched_isa() {
+Isa dispatched_isa()
+{
     static const Isa best = [] {
         for (Isa isa : {Isa::Avx512, Isa::Avx2}) {
             if (isa_runnable(isa)) return isa;
@@ -156,32 +167,41 @@ Isa dispatched_isa() {
     return best;
 }
 
-const char* isa_name(Isa isa) {
+const char *isa_name(Isa isa)
+{
     switch (isa) {
-        case Isa::Baseline: return "baseline";
-        case Isa::Avx2: return "avx2";
-        case Isa::Avx512: return "avx512f";
-        default: return "unknown";
+        case Isa::Baseline:
+            return "baseline";
+        case Isa::Avx2:
+            return "avx2";
+        case Isa::Avx512:
+            return "avx512f";
+        default:
+            return "unknown";
     }
 }
 
-bool partially_overlap(const void* p, const void* q, std::size_t bytes) {
+bool partially_overlap(const void *p, const void *q, std::size_t bytes)
+{
     if (p == q) return false;
     const auto x = reinterpret_cast<std::uintptr_t>(p);
     const auto y = reinterpret_cast<std::uintptr_t>(q);
     return x < y + bytes && y < x + bytes;
 }
 
-bool supported(gpurdma_op_t op, gpurdma_dtype_t dtype) {
+bool supported(gpurdma_op_t op, gpurdma_dtype_t dtype)
+{
     return kernel(Isa::Baseline, op, dtype) != nullptr;
 }
 
-std::size_t dtype_size(gpurdma_dtype_t dtype) {
+std::size_t dtype_size(gpurdma_dtype_t dtype)
+{
     return static_cast<unsigned>(dtype) < kDtypes ? kSizes[dtype] : 0;
 }
 
-gpurdma_status_t apply(gpurdma_op_t op, gpurdma_dtype_t dtype, void* dst, const void* a,
-                       const void* b, std::size_t count) {
+gpurdma_status_t apply(gpurdma_op_t op, gpurdma_dtype_t dtype, void *dst, const void *a, const void *b,
+                       std::size_t count)
+{
     if (!in_range(op, dtype)) return GPURDMA_ERR_INVALID;
     const Kernel run = dispatch_table()[op * kDtypes + dtype];
     if (run == nullptr) return GPURDMA_ERR_UNSUPPORTED;
@@ -202,48 +222,61 @@ gpurdma_status_t apply(gpurdma_op_t op, gpurdma_dtype_t dtype, void* dst, const 
 
 namespace {
 
-template <typename E, std::size_t N>
-const char* name_of(E value, const char* const (&names)[N]) {
+template <typename E, std::size_t N> const char *name_of(E value, const char *const (&names)[N])
+{
     const auto i = static_cast<unsigned>(value);
     return i < N ? names[i] : "unknown";
 }
 
-constexpr const char* kDtypeNames[] = {
-    "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64",
-    "float", "double", "long_double", "bool", "byte",
-    "float_complex", "double_complex", "long_double_complex",
-    "float_int", "double_int", "long_int", "2int", "short_int", "long_double_int", "float16",
+constexpr const char *kDtypeNames[] = {
+    "int8",      "uint8",           "int16",          "uint16",
+    "int32",     "uint32",          "int64",          "uint64",
+    "float",     "double",          "long_double",    "bool",
+    "byte",      "float_complex",   "double_complex", "long_double_complex",
+    "float_int", "double_int",      "long_int",       "2int",
+    "short_int", "long_double_int", "float16",
 };
 static_assert(std::size(kDtypeNames) == GPURDMA_DTYPE_COUNT);
 
-constexpr const char* kOpNames[] = {
+constexpr const char *kOpNames[] = {
     "sum", "prod", "min", "max", "land", "lor", "lxor", "band", "bor", "bxor", "maxloc", "minloc",
 };
 static_assert(std::size(kOpNames) == GPURDMA_OP_COUNT);
 
-constexpr const char* kStatusNames[] = {
-    "ok", "unsupported", "no resource", "transport error", "timeout", "invalid argument",
-    "communicator broken",
+constexpr const char *kStatusNames[] = {
+    "ok", "unsupported", "no resource", "transport error", "timeout", "invalid argument", "communicator broken",
 };
 static_assert(std::size(kStatusNames) == GPURDMA_ERR_BROKEN + 1);
 
 }  // namespace
 
-size_t gpurdma_dtype_size(gpurdma_dtype_t dtype) { return gpurdma::reduce::dtype_size(dtype); }
+size_t gpurdma_dtype_size(gpurdma_dtype_t dtype)
+{
+    return gpurdma::reduce::dtype_size(dtype);
+}
 
-int gpurdma_op_supported(gpurdma_op_t op, gpurdma_dtype_t dtype) {
+int gpurdma_op_supported(gpurdma_op_t op, gpurdma_dtype_t dtype)
+{
     return gpurdma::reduce::supported(op, dtype) ? 1 : 0;
 }
 
-const char* gpurdma_dtype_name(gpurdma_dtype_t dtype) { return name_of(dtype, kDtypeNames); }
+const char *gpurdma_dtype_name(gpurdma_dtype_t dtype)
+{
+    return name_of(dtype, kDtypeNames);
+}
 
-const char* gpurdma_op_name(gpurdma_op_t op) { return name_of(op, kOpNames); }
+const char *gpurdma_op_name(gpurdma_op_t op)
+{
+    return name_of(op, kOpNames);
+}
 
-const char* gpurdma_status_name(gpurdma_status_t status) {
+const char *gpurdma_status_name(gpurdma_status_t status)
+{
     return name_of(status, kStatusNames);
 }
 
-gpurdma_status_t gpurdma_reduce_local(gpurdma_op_t op, gpurdma_dtype_t dtype, void* dst,
-                                      const void* a, const void* b, size_t count) {
+gpurdma_status_t gpurdma_reduce_local(gpurdma_op_t op, gpurdma_dtype_t dtype, void *dst, const void *a, const void *b,
+                                      size_t count)
+{
     return gpurdma::reduce::apply(op, dtype, dst, a, b, count);
 }

@@ -20,14 +20,12 @@ constexpr std::size_t kDtypes = GPURDMA_DTYPE_COUNT;
 
 using reduce::Kind;  // the MPI standard's type groups (op_rules.h)
 
-template <typename T, Kind K>
-struct Layout {
+template <typename T, Kind K> struct Layout {
     using type = T;
     static constexpr Kind kind = K;
 };
 
-template <gpurdma_dtype_t D>
-struct Dtype;
+template <gpurdma_dtype_t D> struct Dtype;
 template <> struct Dtype<GPURDMA_INT8> : Layout<std::int8_t, Kind::Integer> {};
 template <> struct Dtype<GPURDMA_UINT8> : Layout<std::uint8_t, Kind::Integer> {};
 template <> struct Dtype<GPURDMA_INT16> : Layout<std::int16_t, Kind::Integer> {};
@@ -45,41 +43,66 @@ template <> struct Dtype<GPURDMA_BOOL> : Layout<std::uint8_t, Kind::Logical> {};
 template <> struct Dtype<GPURDMA_BYTE> : Layout<std::uint8_t, Kind::Byte> {};
 template <> struct Dtype<GPURDMA_FLOAT_COMPLEX> : Layout<Complex<float>, Kind::Complex> {};
 template <> struct Dtype<GPURDMA_DOUBLE_COMPLEX> : Layout<Complex<double>, Kind::Complex> {};
-template <>
-struct Dtype<GPURDMA_LONG_DOUBLE_COMPLEX> : Layout<Complex<long double>, Kind::Complex> {};
+template <> struct Dtype<GPURDMA_LONG_DOUBLE_COMPLEX> : Layout<Complex<long double>, Kind::Complex> {};
 template <> struct Dtype<GPURDMA_FLOAT_INT> : Layout<ValueIndex<float>, Kind::Pair> {};
 template <> struct Dtype<GPURDMA_DOUBLE_INT> : Layout<ValueIndex<double>, Kind::Pair> {};
 template <> struct Dtype<GPURDMA_LONG_INT> : Layout<ValueIndex<long>, Kind::Pair> {};
 template <> struct Dtype<GPURDMA_2INT> : Layout<ValueIndex<int>, Kind::Pair> {};
 template <> struct Dtype<GPURDMA_SHORT_INT> : Layout<ValueIndex<short>, Kind::Pair> {};
-template <>
-struct Dtype<GPURDMA_LONG_DOUBLE_INT> : Layout<ValueIndex<long double>, Kind::Pair> {};
+template <> struct Dtype<GPURDMA_LONG_DOUBLE_INT> : Layout<ValueIndex<long double>, Kind::Pair> {};
 // Each kernel variant swaps in its own conversions (kernel_loops.h).
 template <> struct Dtype<GPURDMA_FLOAT16> : Layout<Half<SoftHalf>, Kind::Floating> {};
 
 static_assert(sizeof(bool) == 1, "C _Bool is read as one byte");
 
-template <gpurdma_op_t O>
-struct Op;
-template <> struct Op<GPURDMA_SUM> { using type = Sum; };
-template <> struct Op<GPURDMA_PROD> { using type = Prod; };
-template <> struct Op<GPURDMA_MIN> { using type = Min; };
-template <> struct Op<GPURDMA_MAX> { using type = Max; };
-template <> struct Op<GPURDMA_LAND> { using type = LAnd; };
-template <> struct Op<GPURDMA_LOR> { using type = LOr; };
-template <> struct Op<GPURDMA_LXOR> { using type = LXor; };
-template <> struct Op<GPURDMA_BAND> { using type = BAnd; };
-template <> struct Op<GPURDMA_BOR> { using type = BOr; };
-template <> struct Op<GPURDMA_BXOR> { using type = BXor; };
-template <> struct Op<GPURDMA_MAXLOC> { using type = MaxLoc; };
-template <> struct Op<GPURDMA_MINLOC> { using type = MinLoc; };
+template <gpurdma_op_t O> struct Op;
+template <> struct Op<GPURDMA_SUM> {
+    using type = Sum;
+};
+template <> struct Op<GPURDMA_PROD> {
+    using type = Prod;
+};
+template <> struct Op<GPURDMA_MIN> {
+    using type = Min;
+};
+template <> struct Op<GPURDMA_MAX> {
+    using type = Max;
+};
+template <> struct Op<GPURDMA_LAND> {
+    using type = LAnd;
+};
+template <> struct Op<GPURDMA_LOR> {
+    using type = LOr;
+};
+template <> struct Op<GPURDMA_LXOR> {
+    using type = LXor;
+};
+template <> struct Op<GPURDMA_BAND> {
+    using type = BAnd;
+};
+template <> struct Op<GPURDMA_BOR> {
+    using type = BOr;
+};
+template <> struct Op<GPURDMA_BXOR> {
+    using type = BXor;
+};
+template <> struct Op<GPURDMA_MAXLOC> {
+    using type = MaxLoc;
+};
+template <> struct Op<GPURDMA_MINLOC> {
+    using type = MinLoc;
+};
 
 // The MPI standard's table of valid (op, type-group) pairs, C types only.
-constexpr bool valid(gpurdma_op_t op, Kind kind) { return valid_op(op, kind); }
+constexpr bool valid(gpurdma_op_t op, Kind kind)
+{
+    return valid_op(op, kind);
+}
 
 // Whether the functor adds products of floating-point values: the only kernels a
 // compiler can turn into fused multiply-adds (complex PROD).
-constexpr bool multiplies_and_adds(gpurdma_op_t op, Kind kind) {
+constexpr bool multiplies_and_adds(gpurdma_op_t op, Kind kind)
+{
     return op == GPURDMA_PROD && kind == Kind::Complex;
 }
 

@@ -9,8 +9,7 @@ namespace gpurdma::setup {
 
 Agreement::Agreement(gpurdma_bootstrap_t bootstrap, int rank, int size)
     : bootstrap_(bootstrap), rank_(rank), size_(size)
-{
-}
+{}
 
 Status Agreement::exchange(const std::string &mine, std::vector<std::string> *all)
 {
@@ -48,7 +47,8 @@ Status Agreement::vote(const Status &mine, const std::vector<std::string> &hosts
         std::string why;
         if (!rd.u32(&yes) || !rd.str(&why))
             return Status::unsupported(describe_rank(r, hosts) + " sent an unreadable set-up vote");
-        if (!yes) return Status::unsupported(describe_rank(r, hosts) + (why.empty() ? " could not set up" : ": " + why));
+        if (!yes)
+            return Status::unsupported(describe_rank(r, hosts) + (why.empty() ? " could not set up" : ": " + why));
     }
     return Status::ok();
 }

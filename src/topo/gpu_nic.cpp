@@ -10,7 +10,10 @@ namespace gpurdma::topo {
 namespace {
 constexpr const char *kNames[] = {"LOC", "PIX", "PXB", "PHB", "SYS"};
 
-bool is_bridge(hwloc_obj_t o) { return o && o->type == HWLOC_OBJ_BRIDGE; }
+bool is_bridge(hwloc_obj_t o)
+{
+    return o && o->type == HWLOC_OBJ_BRIDGE;
+}
 bool is_host_bridge(hwloc_obj_t o)
 {
     return is_bridge(o) && o->attr && o->attr->bridge.upstream_type == HWLOC_OBJ_BRIDGE_HOST;

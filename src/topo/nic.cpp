@@ -89,8 +89,8 @@ std::string choose_rail_device(const std::vector<Nic> &nics, const std::vector<s
 {
     for (const auto &n : nics) {
         if (!n.rdma) continue;
-        auto listed = std::find_if(devices.begin(), devices.end(),
-                                   [&n](const std::string &d) { return base_name(d) == n.name; });
+        auto listed =
+            std::find_if(devices.begin(), devices.end(), [&n](const std::string &d) { return base_name(d) == n.name; });
         const bool in_list = listed != devices.end();
         if (!devices.empty() && in_list == exclude) continue;
         // UCX names verbs devices with their port; port 1 unless the list says otherwise.

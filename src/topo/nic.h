@@ -9,9 +9,9 @@
 namespace gpurdma::topo {
 
 struct Nic {
-    std::string name;   // hwloc OS device name: "mlx5_0" (RDMA) or "eth0"
+    std::string name;  // hwloc OS device name: "mlx5_0" (RDMA) or "eth0"
     bool rdma = false;  // an OpenFabrics (verbs) device
-    int distance = 0;   // topology levels between our CPU binding and the NIC's locality
+    int distance = 0;  // topology levels between our CPU binding and the NIC's locality
 };
 
 // Every network device hwloc sees, nearest first (RDMA before plain Ethernet at

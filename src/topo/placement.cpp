@@ -197,9 +197,11 @@ std::string WaitDecision::describe() const
 {
     std::ostringstream s;
     s << (yield ? "yield when idle: " : "spin: ") << ranks << (ranks == 1 ? " rank" : " ranks");
-    if (own_cpu < ranks) s << ", only " << own_cpu << " with a CPU of their own (masks cover " << cpus << " CPUs)";
-    else s << (ranks == 1 ? " on a CPU of its own" : ", each on a CPU of its own") << " (masks cover " << cpus
-           << " CPUs)";
+    if (own_cpu < ranks)
+        s << ", only " << own_cpu << " with a CPU of their own (masks cover " << cpus << " CPUs)";
+    else
+        s << (ranks == 1 ? " on a CPU of its own" : ", each on a CPU of its own") << " (masks cover " << cpus
+          << " CPUs)";
     s << "; " << processes << " job processes on " << host_cpus << " host CPUs";
     if (processes > host_cpus) s << " (more processes than CPUs)";
     return s.str();

@@ -14,17 +14,17 @@ namespace gpurdma::topo {
 struct RankPlacement {
     std::vector<int> cpus;  // CPUs it may run on (its affinity mask), ascending
     int job_processes = 0;  // the job's processes on its host (0: unknown)
-    int host_cpus = 0;      // CPUs its cgroup gives it (online, cpuset, quota)
-    std::string cgroup;     // that cgroup ("" unknown): ranks in different ones add up
+    int host_cpus = 0;  // CPUs its cgroup gives it (online, cpuset, quota)
+    std::string cgroup;  // that cgroup ("" unknown): ranks in different ones add up
 };
 
 struct WaitDecision {
     bool yield = false;  // true: hand the core over as soon as a wait finds nothing to do
-    int ranks = 0;       // the communicator's ranks on the host
-    int processes = 0;   // the job's processes on the host (at least `ranks`)
-    int cpus = 0;        // CPUs in the union of the ranks' masks
-    int host_cpus = 0;   // CPUs the host gives the job (each distinct cgroup's budget, added up)
-    int own_cpu = 0;     // how many ranks can each have a CPU of their own
+    int ranks = 0;  // the communicator's ranks on the host
+    int processes = 0;  // the job's processes on the host (at least `ranks`)
+    int cpus = 0;  // CPUs in the union of the ranks' masks
+    int host_cpus = 0;  // CPUs the host gives the job (each distinct cgroup's budget, added up)
+    int own_cpu = 0;  // how many ranks can each have a CPU of their own
     // "spin: 2 ranks, each on a CPU of its own (2 CPUs; 2 job processes on 2 host CPUs)".
     std::string describe() const;
 };

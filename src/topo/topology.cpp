@@ -62,8 +62,8 @@ bool parse_node_sizes(const std::string &text, std::vector<int> *sizes)
     return !sizes->empty();
 }
 
-std::string logical_node(const std::string &host, const std::string &logical_nodes, int local_rank,
-                         int local_processes, std::string *warning)
+std::string logical_node(const std::string &host, const std::string &logical_nodes, int local_rank, int local_processes,
+                         std::string *warning)
 {
     if (logical_nodes.empty()) return host;
     std::vector<int> sizes;
@@ -72,7 +72,8 @@ std::string logical_node(const std::string &host, const std::string &logical_nod
         return host;
     }
     if (local_rank < 0 || local_processes <= local_rank) {
-        *warning = "logical_nodes '" + logical_nodes + "' needs the process's local rank and the job's processes on "
+        *warning = "logical_nodes '" + logical_nodes +
+                   "' needs the process's local rank and the job's processes on "
                    "the host, which are unknown; ignored";
         return host;
     }
@@ -110,8 +111,7 @@ Topology build_topology(const std::vector<std::string> &nodes)
     return t;
 }
 
-Topology build_topology(const std::vector<std::string> &hosts, const std::string &logical_nodes,
-                        std::string *warning)
+Topology build_topology(const std::vector<std::string> &hosts, const std::string &logical_nodes, std::string *warning)
 {
     std::map<std::string, int> on_host;
     for (const auto &h : hosts) ++on_host[h];

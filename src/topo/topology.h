@@ -10,10 +10,10 @@ namespace gpurdma::topo {
 
 struct Topology {
     int size = 0;
-    std::vector<int> node_of;               // rank -> node index (nodes ordered by lowest rank)
-    std::vector<int> local_rank;            // rank -> index within its node (by rank)
+    std::vector<int> node_of;  // rank -> node index (nodes ordered by lowest rank)
+    std::vector<int> local_rank;  // rank -> index within its node (by rank)
     std::vector<std::vector<int>> members;  // node -> its ranks, ascending
-    std::vector<std::string> node_names;    // host name, with "#k" for virtual nodes
+    std::vector<std::string> node_names;  // host name, with "#k" for virtual nodes
 
     int nodes() const { return static_cast<int>(members.size()); }
     int max_ppn() const;
@@ -30,8 +30,8 @@ struct Topology {
 // logical_nodes: "" (the host), "K" (nodes of K processes, in local-rank order) or
 // "a,b,c" (sizes of consecutive nodes, summing to local_processes). A malformed or
 // non-fitting override, or an unknown local rank (< 0), sets *warning and gives the host.
-std::string logical_node(const std::string &host, const std::string &logical_nodes, int local_rank,
-                         int local_processes, std::string *warning);
+std::string logical_node(const std::string &host, const std::string &logical_nodes, int local_rank, int local_processes,
+                         std::string *warning);
 
 // nodes[r] is rank r's node (host or logical node name): ranks with the same name
 // form a node, nodes ordered by their lowest rank.
@@ -39,8 +39,7 @@ Topology build_topology(const std::vector<std::string> &nodes);
 
 // For tests and tools that describe a whole job at once: hosts[r] is rank r's host,
 // and each rank's local rank is its position among the ranks of its host.
-Topology build_topology(const std::vector<std::string> &hosts, const std::string &logical_nodes,
-                        std::string *warning);
+Topology build_topology(const std::vector<std::string> &hosts, const std::string &logical_nodes, std::string *warning);
 
 // This host's name ("unknown-host" if it cannot be read).
 std::string this_host();

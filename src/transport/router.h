@@ -14,7 +14,8 @@ public:
     // local[r] says whether rank r shares this node. Either medium may be null if no
     // peer needs it.
     Router(std::vector<bool> local, PeerTransport *shm, PeerTransport *net)
-        : local_(std::move(local)), shm_(shm), net_(net) {}
+        : local_(std::move(local)), shm_(shm), net_(net)
+    {}
 
     Poll try_send(int peer, const void *src, size_t bytes) override
     {
@@ -34,14 +35,8 @@ public:
     {
         return (shm_ && shm_->source_busy(ptr, bytes)) || (net_ && net_->source_busy(ptr, bytes));
     }
-    bool sends_pending() override
-    {
-        return (shm_ && shm_->sends_pending()) || (net_ && net_->sends_pending());
-    }
-    bool failed() const override
-    {
-        return !error_.empty() || (shm_ && shm_->failed()) || (net_ && net_->failed());
-    }
+    bool sends_pending() override { return (shm_ && shm_->sends_pending()) || (net_ && net_->sends_pending()); }
+    bool failed() const override { return !error_.empty() || (shm_ && shm_->failed()) || (net_ && net_->failed()); }
     const char *error() const override
     {
         if (!error_.empty()) return error_.c_str();

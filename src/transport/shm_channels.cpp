@@ -33,7 +33,8 @@ size_t ShmChannels::segment_bytes(int local_ranks, int slots, size_t slot_size)
 
 ShmChannels::ShmChannels(int rank, int size, const std::vector<int> &node_members, int slots, size_t slot_size,
                          ShmSegment &segment)
-    : SlotChannels(rank, size, [&node_members](int r) { return others(node_members, r); }, slots, slot_size),
+    : SlotChannels(
+          rank, size, [&node_members](int r) { return others(node_members, r); }, slots, slot_size),
       members_(node_members),
       stride_(region_stride(static_cast<int>(node_members.size()), slots, slot_size)),
       segment_base_(segment.base())
@@ -67,8 +68,8 @@ Poll ShmChannels::deliver(Link &l, int slot, const void *src, size_t bytes, uint
 
 void ShmChannels::return_credit(Link &l, uint64_t consumed)
 {
-    __atomic_store_n(reinterpret_cast<uint64_t *>(region_of(l.rank) + l.remote.credit_offset(l.index_there)),
-                     consumed, __ATOMIC_RELEASE);
+    __atomic_store_n(reinterpret_cast<uint64_t *>(region_of(l.rank) + l.remote.credit_offset(l.index_there)), consumed,
+                     __ATOMIC_RELEASE);
 }
 
 }  // namespace gpurdma::transport

@@ -7,8 +7,7 @@ namespace gpurdma::transport {
 
 ShmMedium::ShmMedium(int rank, int size, std::vector<int> node_members, Request request)
     : rank_(rank), size_(size), members_(std::move(node_members)), request_(request)
-{
-}
+{}
 
 Status ShmMedium::setup(wire::Writer &record)
 {
@@ -26,8 +25,7 @@ Status ShmMedium::connect(std::vector<wire::Reader> &records)
             return Status::unsupported("rank " + std::to_string(r) + " sent an unreadable set-up record");
     if (members_.size() < 2) return Status::ok();
     if (!segment_) {
-        const Status attached =
-            ShmSegment::attach(names[static_cast<size_t>(members_[0])], request_.bytes, &segment_);
+        const Status attached = ShmSegment::attach(names[static_cast<size_t>(members_[0])], request_.bytes, &segment_);
         if (!attached.is_ok()) return attached;
     }
     if (!request_.slot_channels) return Status::ok();

@@ -17,7 +17,7 @@ class ShmMedium : public Medium {
 public:
     // What the chosen algorithm needs from the segment.
     struct Request {
-        size_t bytes = 0;            // the segment's size
+        size_t bytes = 0;  // the segment's size
         bool slot_channels = false;  // lay ShmChannels over it (schedules)
         int slots = 1;
         size_t slot_size = 0;

@@ -71,7 +71,7 @@ Status ShmSegment::attach(const std::string &name, size_t bytes, std::unique_ptr
 {
     const int fd = shm_open(name.c_str(), O_RDWR | O_NOFOLLOW | O_CLOEXEC, 0);
     if (fd < 0) return sys_error("shm_open(" + name + ")", errno);
-    struct stat st{};
+    struct stat st {};
     if (fstat(fd, &st) != 0 || st.st_uid != getuid() || (st.st_mode & 077) != 0 ||
         static_cast<size_t>(st.st_size) != bytes) {
         close(fd);

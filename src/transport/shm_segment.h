@@ -28,7 +28,8 @@ public:
 
 private:
     ShmSegment(std::string name, char *base, size_t bytes, bool owner)
-        : name_(std::move(name)), base_(base), bytes_(bytes), owner_(owner) {}
+        : name_(std::move(name)), base_(base), bytes_(bytes), owner_(owner)
+    {}
     std::string name_;
     char *base_;
     size_t bytes_;

@@ -5,8 +5,7 @@
 
 namespace gpurdma::transport {
 
-UcxChannels::UcxChannels(UcxContext &context, int rank, int size, const PeerListFn &peers, int slots,
-                         size_t slot_size)
+UcxChannels::UcxChannels(UcxContext &context, int rank, int size, const PeerListFn &peers, int slots, size_t slot_size)
     : SlotChannels(rank, size, peers, slots, slot_size), context_(context), channel_id_(context.new_channel_id())
 {
     remotes_.resize(links_.size());
@@ -22,8 +21,8 @@ Status UcxChannels::create(UcxContext &context, int rank, int size, const PeerLi
     const Status symmetric_peers = symmetric(rank, peers);
     if (!symmetric_peers.is_ok()) return symmetric_peers;
     std::unique_ptr<UcxChannels> channels(new UcxChannels(context, rank, size, peers, slots, slot_size));
-    const Status registered = RegisteredRegion::create(context.context(), channels->layout_.bytes(),
-                                                       &channels->region_);
+    const Status registered =
+        RegisteredRegion::create(context.context(), channels->layout_.bytes(), &channels->region_);
     if (!registered.is_ok()) return registered;
     channels->attach_region(channels->region_->base());
     // Only a complete channel receives: a failed one never registers its sink.
@@ -59,8 +58,8 @@ Status UcxChannels::connect(const std::vector<UcxPeerInfo> &peers, const std::ve
         const std::string who = "rank " + std::to_string(r) + " (" + hosts.at(static_cast<size_t>(r)) + ")";
         const Status reached = context_.endpoint(info.worker_address, &remotes_[i].ep);
         if (!reached.is_ok()) return reached.prefixed("connect to " + who + ": ");
-        const Status key = RemoteRegion::create(remotes_[i].ep->get(), info.region_base, info.region_key,
-                                                &remotes_[i].region);
+        const Status key =
+            RemoteRegion::create(remotes_[i].ep->get(), info.region_base, info.region_key, &remotes_[i].region);
         if (!key.is_ok()) return key.prefixed("remote key of " + who + ": ");
         remotes_[i].message_max = remotes_[i].ep->rma_emulated() ? layout_.slot_size : kActiveMessageMax;
         remotes_[i].channel_id = info.channel_id;
@@ -87,16 +86,15 @@ bool UcxChannels::send_message(const Link &l, const AmHeader &header, const void
     ucp_request_param_t param{};
     param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
     param.flags = UCP_AM_SEND_FLAG_EAGER;  // the handler needs the data in hand
-    return track(
-        ucp_am_send_nbx(remote_of(l).ep->get(), UcxContext::kAmId, &header, sizeof header, src, bytes, &param),
-        "active message", bytes ? src : nullptr, bytes, l.rank);
+    return track(ucp_am_send_nbx(remote_of(l).ep->get(), UcxContext::kAmId, &header, sizeof header, src, bytes, &param),
+                 "active message", bytes ? src : nullptr, bytes, l.rank);
 }
 
 bool UcxChannels::track(ucs_status_ptr_t request, const char *what, const void *src, size_t bytes, int peer)
 {
     if (UCS_PTR_IS_ERR(request)) {
-        error_ = std::string(what) + " of " + std::to_string(bytes) + " bytes to rank " + std::to_string(peer) +
-                 ": " + ucs_status_string(UCS_PTR_STATUS(request));
+        error_ = std::string(what) + " of " + std::to_string(bytes) + " bytes to rank " + std::to_string(peer) + ": " +
+                 ucs_status_string(UCS_PTR_STATUS(request));
         return false;
     }
     if (request == nullptr) return true;  // done already
@@ -114,8 +112,7 @@ void UcxChannels::on_message(const AmHeader &h, const void *data, size_t bytes)
         if (h.value > load(at)) store(at, h.value);  // credits only grow
         return;
     }
-    if (h.kind != AmHeader::Data || h.slot >= static_cast<uint32_t>(layout_.slots) || bytes > layout_.slot_size)
-        return;
+    if (h.kind != AmHeader::Data || h.slot >= static_cast<uint32_t>(layout_.slots) || bytes > layout_.slot_size) return;
     if (bytes > 0) std::memcpy(region() + layout_.data_offset(h.index, static_cast<int>(h.slot)), data, bytes);
     store(layout_.flag_offset(h.index, static_cast<int>(h.slot)), h.value);
 }
@@ -142,8 +139,8 @@ Poll UcxChannels::deliver(Link &l, int slot, const void *src, size_t bytes, uint
         return Poll::Failed;
     }
     rm.flag_values[static_cast<size_t>(slot)] = flag;
-    if (!put(l, &rm.flag_values[static_cast<size_t>(slot)], sizeof(uint64_t),
-             l.remote.flag_offset(l.index_there, slot), false))
+    if (!put(l, &rm.flag_values[static_cast<size_t>(slot)], sizeof(uint64_t), l.remote.flag_offset(l.index_there, slot),
+             false))
         return Poll::Failed;
     return Poll::Done;
 }

@@ -28,8 +28,8 @@ struct UcxPeerInfo {
 class UcxChannels : public SlotChannels, private AmSink {
 public:
     // Registers this rank's landing region, or says why not.
-    static Status create(UcxContext &context, int rank, int size, const PeerListFn &peers, int slots,
-                         size_t slot_size, std::unique_ptr<UcxChannels> *out);
+    static Status create(UcxContext &context, int rank, int size, const PeerListFn &peers, int slots, size_t slot_size,
+                         std::unique_ptr<UcxChannels> *out);
     ~UcxChannels() override;
 
     // Largest message sent as an active message where UCX does RMA natively (RDMA,
@@ -56,10 +56,10 @@ private:
         std::shared_ptr<UcxEndpoint> ep;
         std::unique_ptr<RemoteRegion> region;
         std::vector<uint64_t> flag_values;  // stable sources for flag puts
-        std::vector<AmHeader> data_headers; // stable headers of active-message sends, per slot
+        std::vector<AmHeader> data_headers;  // stable headers of active-message sends, per slot
         AmHeader credit_header;
-        size_t message_max = 0;             // largest message sent as an active message
-        uint64_t channel_id = 0;            // the peer's, for our active messages
+        size_t message_max = 0;  // largest message sent as an active message
+        uint64_t channel_id = 0;  // the peer's, for our active messages
     };
     struct Pending {
         void *request;

@@ -28,10 +28,10 @@ struct AmHeader {
     enum Kind : uint32_t { Data = 1, Credit = 2 };
     uint64_t target = 0;  // the receiving channel's id (UcxContext::new_channel_id)
     uint32_t kind = 0;
-    int32_t index = -1;   // the sender's index in the receiver's peer list
-    uint32_t slot = 0;    // Data: the landing slot
+    int32_t index = -1;  // the sender's index in the receiver's peer list
+    uint32_t slot = 0;  // Data: the landing slot
     uint32_t unused = 0;
-    uint64_t value = 0;   // Data: the slot's flag (sequence + 1); Credit: messages consumed
+    uint64_t value = 0;  // Data: the slot's flag (sequence + 1); Credit: messages consumed
 };
 
 // Whoever owns a landing region receives the active messages addressed to it.
@@ -46,8 +46,8 @@ public:
 // anything on RDMA devices.
 struct UcxIbSettings {
     int gid_index = -1;  // port GID index (RoCE: which address/version)
-    int tc = -1;         // IB traffic class / RoCEv2 DSCP-carrying traffic class byte
-    int sl = -1;         // IB service level / RoCEv2 Ethernet priority
+    int tc = -1;  // IB traffic class / RoCEv2 DSCP-carrying traffic class byte
+    int sl = -1;  // IB service level / RoCEv2 Ethernet priority
 };
 
 // The ucp_config_modify key and value for each setting given, in order. ucp_config_modify

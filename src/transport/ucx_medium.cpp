@@ -31,8 +31,7 @@ UcxMedium::UcxMedium(int rank, int size, PeerListFn peers, int slots, size_t slo
       slot_size_(slot_size),
       start_(std::move(start)),
       hosts_(std::move(hosts))
-{
-}
+{}
 
 Status UcxMedium::setup(wire::Writer &record)
 {
@@ -40,8 +39,10 @@ Status UcxMedium::setup(wire::Writer &record)
     if (!peers_(rank_).empty()) {
         std::string why;
         context_ = start_(&why);
-        if (!context_) made = Status::unsupported(why);
-        else made = UcxChannels::create(*context_, rank_, size_, peers_, slots_, slot_size_, &channels_);
+        if (!context_)
+            made = Status::unsupported(why);
+        else
+            made = UcxChannels::create(*context_, rank_, size_, peers_, slots_, slot_size_, &channels_);
     }
     write_info(record, channels_ ? channels_->local_info() : UcxPeerInfo{});
     return made;

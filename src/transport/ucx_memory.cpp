@@ -17,8 +17,8 @@ Status RegisteredRegion::create(ucp_context_h context, size_t length, std::uniqu
 {
     std::unique_ptr<RegisteredRegion> region(new RegisteredRegion(context));
     ucp_mem_map_params_t params{};
-    params.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS | UCP_MEM_MAP_PARAM_FIELD_LENGTH |
-                        UCP_MEM_MAP_PARAM_FIELD_FLAGS;
+    params.field_mask =
+        UCP_MEM_MAP_PARAM_FIELD_ADDRESS | UCP_MEM_MAP_PARAM_FIELD_LENGTH | UCP_MEM_MAP_PARAM_FIELD_FLAGS;
     params.address = nullptr;
     params.length = length;
     // Let UCX allocate, so shared-memory transports (sysv/posix) can map it remotely.

@@ -36,8 +36,7 @@ private:
 // A peer's region as seen from here: its address and our unpacked key for it.
 class RemoteRegion : private NonCopyable {
 public:
-    static Status create(ucp_ep_h ep, uint64_t base, const std::string &packed_key,
-                         std::unique_ptr<RemoteRegion> *out);
+    static Status create(ucp_ep_h ep, uint64_t base, const std::string &packed_key, std::unique_ptr<RemoteRegion> *out);
     ~RemoteRegion();
 
     ucp_rkey_h key() const { return rkey_; }

@@ -8,8 +8,8 @@
 
 #include "topo/nic.h"
 
-#define CHECK(c) \
-    do { \
+#define CHECK(c)                    \
+    do {                            \
         if (!(c)) __builtin_trap(); \
     } while (0)
 
@@ -25,8 +25,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     CHECK(!devices.empty() || text.empty());
     std::vector<gpurdma::topo::Nic> nics = {
-        { "eth0", false, 0 }, { "mlx5_0", true, 1 }, { "mlx5_1", true, 2 }, { "mlx5_2", true, 2 }
-    };
+        {"eth0", false, 0}, {"mlx5_0", true, 1}, {"mlx5_1", true, 2}, {"mlx5_2", true, 2}};
     const std::string chosen = gpurdma::topo::choose_rail_device(nics, devices, exclude);
     if (chosen.empty()) return 0;
     const std::string base = chosen.substr(0, chosen.find(':'));

@@ -10,11 +10,11 @@
 
 #include "topo/topology.h"
 
-#define CHECK(c) \
-    do { \
-        if (!(c)) { \
+#define CHECK(c)              \
+    do {                      \
+        if (!(c)) {           \
             __builtin_trap(); \
-        } \
+        }                     \
     } while (0)
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

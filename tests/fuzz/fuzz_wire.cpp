@@ -7,8 +7,8 @@
 
 #include "setup/wire.h"
 
-#define CHECK(c) \
-    do { \
+#define CHECK(c)                    \
+    do {                            \
         if (!(c)) __builtin_trap(); \
     } while (0)
 

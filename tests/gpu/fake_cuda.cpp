@@ -61,20 +61,72 @@ Alloc *find(uintptr_t p)
 
 extern "C" {
 
-int cuInit(unsigned) { return 0; }
-int cuDriverGetVersion(int *v) { *v = 13000; return 0; }
-int cuGetErrorString(int, const char **s) { *s = "fake driver error"; return 0; }
-int cuDeviceGet(int *d, int ordinal) { *d = ordinal; return ordinal == 0 ? 0 : 101; }
-int cuDevicePrimaryCtxRetain(void **c, int) { *c = kContext; return 0; }
-int cuDevicePrimaryCtxRelease_v2(int) { return 0; }
-int cuCtxSetCurrent(void *) { return 0; }
-int cuCtxPushCurrent_v2(void *) { return 0; }
-int cuCtxPopCurrent_v2(void **c) { if (c) *c = kContext; return 0; }
-int cuCtxGetDevice(int *d) { *d = 0; return 0; }
-int cuDeviceGetAttribute(int *v, int attr, int) { *v = attr == 16 ? 4 : 0; return 0; }
-int cuDeviceGetPCIBusId(char *s, int n, int) { std::snprintf(s, size_t(n), "0000:00:00.0"); return 0; }
-int cuDeviceGetByPCIBusId(int *d, const char *) { *d = 0; return 0; }
-int cuDeviceCanAccessPeer(int *can, int, int) { *can = 1; return 0; }
+int cuInit(unsigned)
+{
+    return 0;
+}
+int cuDriverGetVersion(int *v)
+{
+    *v = 13000;
+    return 0;
+}
+int cuGetErrorString(int, const char **s)
+{
+    *s = "fake driver error";
+    return 0;
+}
+int cuDeviceGet(int *d, int ordinal)
+{
+    *d = ordinal;
+    return ordinal == 0 ? 0 : 101;
+}
+int cuDevicePrimaryCtxRetain(void **c, int)
+{
+    *c = kContext;
+    return 0;
+}
+int cuDevicePrimaryCtxRelease_v2(int)
+{
+    return 0;
+}
+int cuCtxSetCurrent(void *)
+{
+    return 0;
+}
+int cuCtxPushCurrent_v2(void *)
+{
+    return 0;
+}
+int cuCtxPopCurrent_v2(void **c)
+{
+    if (c) *c = kContext;
+    return 0;
+}
+int cuCtxGetDevice(int *d)
+{
+    *d = 0;
+    return 0;
+}
+int cuDeviceGetAttribute(int *v, int attr, int)
+{
+    *v = attr == 16 ? 4 : 0;
+    return 0;
+}
+int cuDeviceGetPCIBusId(char *s, int n, int)
+{
+    std::snprintf(s, size_t(n), "0000:00:00.0");
+    return 0;
+}
+int cuDeviceGetByPCIBusId(int *d, const char *)
+{
+    *d = 0;
+    return 0;
+}
+int cuDeviceCanAccessPeer(int *can, int, int)
+{
+    *can = 1;
+    return 0;
+}
 
 int cuMemAlloc_v2(unsigned long long *p, size_t size)
 {
@@ -109,12 +161,23 @@ int cuPointerGetAttributes(unsigned n, int *attrs, void **data, unsigned long lo
     const Alloc *a = find(ptr);
     for (unsigned i = 0; i < n; ++i) {
         switch (attrs[i]) {
-            case 1: *static_cast<void **>(data[i]) = a ? kContext : nullptr; break;
-            case 2: *static_cast<unsigned *>(data[i]) = a ? 2 : 0; break;
-            case 7: *static_cast<unsigned long long *>(data[i]) = a ? a->id : 0; break;
-            case 8: *static_cast<unsigned *>(data[i]) = 0; break;
-            case 9: *static_cast<int *>(data[i]) = a ? 0 : -1; break;
-            default: return 1;
+            case 1:
+                *static_cast<void **>(data[i]) = a ? kContext : nullptr;
+                break;
+            case 2:
+                *static_cast<unsigned *>(data[i]) = a ? 2 : 0;
+                break;
+            case 7:
+                *static_cast<unsigned long long *>(data[i]) = a ? a->id : 0;
+                break;
+            case 8:
+                *static_cast<unsigned *>(data[i]) = 0;
+                break;
+            case 9:
+                *static_cast<int *>(data[i]) = a ? 0 : -1;
+                break;
+            default:
+                return 1;
         }
     }
     return 0;
@@ -146,10 +209,24 @@ int cuMemcpyAsync(unsigned long long d, unsigned long long s, size_t n, void *)
     return cuMemcpy(d, s, n);
 }
 
-int cuStreamCreate(void **s, unsigned) { *s = reinterpret_cast<void *>(0x5); return 0; }
-int cuStreamDestroy_v2(void *) { return 0; }
-int cuStreamSynchronize(void *) { g_stream_busy = false; return 0; }
-int cuStreamQuery(void *) { return g_stream_busy.exchange(false) ? 600 : 0; }  // 600: CUDA_ERROR_NOT_READY
+int cuStreamCreate(void **s, unsigned)
+{
+    *s = reinterpret_cast<void *>(0x5);
+    return 0;
+}
+int cuStreamDestroy_v2(void *)
+{
+    return 0;
+}
+int cuStreamSynchronize(void *)
+{
+    g_stream_busy = false;
+    return 0;
+}
+int cuStreamQuery(void *)
+{
+    return g_stream_busy.exchange(false) ? 600 : 0;
+}  // 600: CUDA_ERROR_NOT_READY
 
 int cuIpcGetMemHandle(void *h, unsigned long long p)
 {
@@ -206,7 +283,10 @@ int cuModuleLoadData(void **m, const void *image)
     *m = const_cast<void *>(image);
     return 0;
 }
-int cuModuleUnload(void *) { return 0; }
+int cuModuleUnload(void *)
+{
+    return 0;
+}
 
 int cuModuleGetFunction(void **f, void *, const char *name)
 {
@@ -218,8 +298,8 @@ int cuModuleGetFunction(void **f, void *, const char *name)
     return 0;
 }
 
-int cuLaunchKernel(void *f, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, void *,
-                   void **params, void **)
+int cuLaunchKernel(void *f, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, void *, void **params,
+                   void **)
 {
     g_stream_busy = true;
     const auto *fn = static_cast<const Function *>(f);

@@ -14,9 +14,9 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstdarg>
 #include <cerrno>
 #include <chrono>
+#include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -123,8 +123,8 @@ struct Rank {
         ++checks;
         if (!problem.empty()) {
             ++failures;
-            say("FAIL rank %d: %s %s x %zu (%s%s): %s\n", rank, gpurdma_op_name(op), gpurdma_dtype_name(d),
-                count, where.c_str(), how, problem.c_str());
+            say("FAIL rank %d: %s %s x %zu (%s%s): %s\n", rank, gpurdma_op_name(op), gpurdma_dtype_name(d), count,
+                where.c_str(), how, problem.c_str());
         }
     }
 
@@ -208,7 +208,8 @@ struct Rank {
         params.size = size;
         params.bootstrap = boot;
         params.name = "launcher";
-        if (gpurdma_context_create(&cfg, &ctx) != GPURDMA_OK || gpurdma_comm_create(ctx, &params, &comm) != GPURDMA_OK) {
+        if (gpurdma_context_create(&cfg, &ctx) != GPURDMA_OK ||
+            gpurdma_comm_create(ctx, &params, &comm) != GPURDMA_OK) {
             say("FAIL rank %d: cannot create the gpurdma context/communicator\n", rank);
             return 1;
         }
@@ -242,8 +243,8 @@ struct Rank {
                 const double t = time_allreduce(bytes, iters);
                 const double busbw = double(bytes) * 2 * (size - 1) / size / t;
                 if (rank == 0)
-                    say("  np %d  %10zu B  %9.1f us  busbw %7.2f GB/s  (%.0f%% of copy)\n", size, bytes,
-                        t * 1e6, busbw / 1e9, 100 * busbw / copy);
+                    say("  np %d  %10zu B  %9.1f us  busbw %7.2f GB/s  (%.0f%% of copy)\n", size, bytes, t * 1e6,
+                        busbw / 1e9, 100 * busbw / copy);
             }
         }
         say("rank %d: %d checks, %d failures, %llu of %llu calls on the GPU\n", rank, checks, failures,
@@ -323,8 +324,10 @@ int launch(const Options &opt, int np)
             std::exit(rc);  // not run_ranks' _exit: leak checkers (LSan) run at exit
         },
         opt.limit_s);
-    if (result.timed_out) std::printf("FAIL: np %d still running after %.0f s; killing the ranks\n", np, opt.limit_s);
-    else if (result.failed) std::printf("FAIL: %s\n", result.detail.c_str());
+    if (result.timed_out)
+        std::printf("FAIL: np %d still running after %.0f s; killing the ranks\n", np, opt.limit_s);
+    else if (result.failed)
+        std::printf("FAIL: %s\n", result.detail.c_str());
     return result.failed || result.timed_out ? 1 : 0;
 }
 
@@ -344,14 +347,17 @@ int main(int argc, char **argv)
         const auto &drv = CudaDriver::instance();
         int version = 0;
         if (drv.available() && drv.api().driver_get_version) drv.api().driver_get_version(&version);
-        if (drv.available()) std::printf("CUDA driver %d.%d\n", version / 1000, version % 1000 / 10);
-        else std::printf("%s\n", drv.why_unavailable().c_str());
+        if (drv.available())
+            std::printf("CUDA driver %d.%d\n", version / 1000, version % 1000 / 10);
+        else
+            std::printf("%s\n", drv.why_unavailable().c_str());
         return drv.available() ? 0 : 77;
     }
     int failed = 0;
     for (int np : opt.nps) {
         const auto t0 = Clock::now();
-        std::printf("== %s buffers, %d processes, sizes up to %zu B\n", opt.device ? "device" : "host", np, opt.max_bytes);
+        std::printf("== %s buffers, %d processes, sizes up to %zu B\n", opt.device ? "device" : "host", np,
+                    opt.max_bytes);
         std::fflush(stdout);
         const int rc = launch(opt, np);
         std::printf("== np %d: %s (%.1f s)\n", np, rc ? "FAIL" : "PASS",

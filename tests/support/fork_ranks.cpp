@@ -9,8 +9,8 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
-#include <thread>
 #include <new>
+#include <thread>
 #include <vector>
 
 namespace gpurdma::testing {
@@ -23,7 +23,7 @@ struct Shared {
     std::atomic<uint32_t> arrived;
     std::atomic<uint32_t> generation;
     std::atomic<uint32_t> failed;  // set by the parent when a rank is gone
-    char data[1];                  // size * kSlotBytes
+    char data[1];  // size * kSlotBytes
 };
 
 struct Boot {

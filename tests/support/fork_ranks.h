@@ -10,7 +10,7 @@
 namespace gpurdma::testing {
 
 struct RankResult {
-    int failed = 0;      // ranks that exited non-zero, died on a signal or were killed
+    int failed = 0;  // ranks that exited non-zero, died on a signal or were killed
     bool timed_out = false;
     std::string detail;  // "rank 1: exit 3; rank 2: signal 9"
 };

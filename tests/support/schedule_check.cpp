@@ -22,8 +22,7 @@ public:
                  const std::vector<std::string> &hosts, int rank, gpurdma_op_t op, gpurdma_dtype_t dtype,
                  const void *send, void *recv)
         : exec_(s, t, op, dtype, send, recv), topo_(topology), hosts_(hosts), rank_(rank)
-    {
-    }
+    {}
     exec::State advance() override { return exec_.advance(); }
     uint64_t position() const override { return exec_.position(); }
     std::string describe_wait() const override
@@ -90,9 +89,9 @@ std::vector<char> reference(int size, size_t count, gpurdma_dtype_t dtype, gpurd
                 int32_t a, b;
                 std::memcpy(&a, acc, 4);
                 std::memcpy(&b, x, 4);
-                const int32_t v = op == GPURDMA_MAX ? std::max(a, b)
-                                                    : static_cast<int32_t>(static_cast<uint32_t>(a) +
-                                                                           static_cast<uint32_t>(b));
+                const int32_t v = op == GPURDMA_MAX
+                                      ? std::max(a, b)
+                                      : static_cast<int32_t>(static_cast<uint32_t>(a) + static_cast<uint32_t>(b));
                 std::memcpy(acc, &v, 4);
             }
         }

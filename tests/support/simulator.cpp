@@ -40,7 +40,8 @@ private:
 class SimTransport : public transport::PeerTransport {
 public:
     SimTransport(Fabric &fabric, int rank, int size, std::vector<int> peers)
-        : fabric_(fabric), rank_(rank), size_(size), peers_(std::move(peers)) {}
+        : fabric_(fabric), rank_(rank), size_(size), peers_(std::move(peers))
+    {}
 
     transport::Poll try_send(int peer, const void *src, size_t bytes) override
     {
@@ -59,8 +60,8 @@ public:
         auto &ch = fabric_.channel(peer, rank_);
         if (ch.queue.empty()) return nullptr;
         if (ch.queue.front().size() != bytes) {
-            error_ = "message size mismatch from rank " + std::to_string(peer) + ": expected " +
-                     std::to_string(bytes) + ", got " + std::to_string(ch.queue.front().size());
+            error_ = "message size mismatch from rank " + std::to_string(peer) + ": expected " + std::to_string(bytes) +
+                     ", got " + std::to_string(ch.queue.front().size());
             mismatch_ = true;
             return nullptr;
         }
@@ -102,17 +103,16 @@ private:
 
 }  // namespace
 
-SimulationResult simulate(const std::vector<std::vector<char>> &inputs, size_t count,
-                          gpurdma_dtype_t dtype, gpurdma_op_t op, bool in_place,
-                          const plan::PlanParams &params, int slots)
+SimulationResult simulate(const std::vector<std::vector<char>> &inputs, size_t count, gpurdma_dtype_t dtype,
+                          gpurdma_op_t op, bool in_place, const plan::PlanParams &params, int slots)
 {
-    return simulate(plan::single_node(static_cast<int>(inputs.size())), inputs, count, dtype, op, in_place,
-                    params, slots);
+    return simulate(plan::single_node(static_cast<int>(inputs.size())), inputs, count, dtype, op, in_place, params,
+                    slots);
 }
 
-SimulationResult simulate(const topo::Topology &topo, const std::vector<std::vector<char>> &inputs,
-                          size_t count, gpurdma_dtype_t dtype, gpurdma_op_t op, bool in_place,
-                          const plan::PlanParams &params, int slots)
+SimulationResult simulate(const topo::Topology &topo, const std::vector<std::vector<char>> &inputs, size_t count,
+                          gpurdma_dtype_t dtype, gpurdma_op_t op, bool in_place, const plan::PlanParams &params,
+                          int slots)
 {
     SimulationResult result;
     const int size = static_cast<int>(inputs.size());
@@ -130,9 +130,8 @@ SimulationResult simulate(const topo::Topology &topo, const std::vector<std::vec
     }
     for (int r = 0; r < size; ++r) {
         transports.push_back(std::make_unique<SimTransport>(fabric, r, size, plan::peers(topo, r)));
-        executors.push_back(std::make_unique<Executor>(schedules[r], *transports[r], op, dtype,
-                                                       in_place ? nullptr : inputs[r].data(),
-                                                       result.outputs[r].data()));
+        executors.push_back(std::make_unique<Executor>(
+            schedules[r], *transports[r], op, dtype, in_place ? nullptr : inputs[r].data(), result.outputs[r].data()));
     }
     std::vector<bool> done(size, false);
     int remaining = size;
@@ -159,9 +158,8 @@ SimulationResult simulate(const topo::Topology &topo, const std::vector<std::vec
             for (int r = 0; r < size; ++r) {
                 if (done[r]) continue;
                 const plan::Step *s = executors[r]->current();
-                result.error += "; rank " + std::to_string(r) + " waits in " +
-                                plan::phase_name(s->phase) + " (" + plan::step_kind_name(s->kind) +
-                                " peer " + std::to_string(s->peer) + ")";
+                result.error += "; rank " + std::to_string(r) + " waits in " + plan::phase_name(s->phase) + " (" +
+                                plan::step_kind_name(s->kind) + " peer " + std::to_string(s->peer) + ")";
                 break;
             }
             return result;
@@ -171,8 +169,7 @@ SimulationResult simulate(const topo::Topology &topo, const std::vector<std::vec
     for (int a = 0; a < size; ++a)
         for (int b = 0; b < size; ++b)
             if (a != b && !fabric.channel(a, b).queue.empty()) {
-                result.error = "unconsumed message from rank " + std::to_string(a) + " to " +
-                               std::to_string(b);
+                result.error = "unconsumed message from rank " + std::to_string(a) + " to " + std::to_string(b);
                 return result;
             }
     result.messages = fabric.messages;

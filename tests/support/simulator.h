@@ -15,21 +15,20 @@ namespace gpurdma::testing {
 
 struct SimulationResult {
     bool ok = false;
-    std::string error;                      // deadlock or transport misuse
-    std::vector<std::vector<char>> outputs; // each rank's receive buffer
-    size_t rounds = 0;                      // scheduler rounds until done
+    std::string error;  // deadlock or transport misuse
+    std::vector<std::vector<char>> outputs;  // each rank's receive buffer
+    size_t rounds = 0;  // scheduler rounds until done
     size_t messages = 0;
 };
 
 // inputs[r] is rank r's send buffer (count * dtype size bytes). in_place runs every
 // rank with its input already in the receive buffer.
-SimulationResult simulate(const std::vector<std::vector<char>> &inputs, size_t count,
-                          gpurdma_dtype_t dtype, gpurdma_op_t op, bool in_place,
-                          const plan::PlanParams &params, int slots);
+SimulationResult simulate(const std::vector<std::vector<char>> &inputs, size_t count, gpurdma_dtype_t dtype,
+                          gpurdma_op_t op, bool in_place, const plan::PlanParams &params, int slots);
 
 // The same on a given topology (nodes of any sizes); topo.size == inputs.size().
-SimulationResult simulate(const topo::Topology &topo, const std::vector<std::vector<char>> &inputs,
-                          size_t count, gpurdma_dtype_t dtype, gpurdma_op_t op, bool in_place,
-                          const plan::PlanParams &params, int slots);
+SimulationResult simulate(const topo::Topology &topo, const std::vector<std::vector<char>> &inputs, size_t count,
+                          gpurdma_dtype_t dtype, gpurdma_op_t op, bool in_place, const plan::PlanParams &params,
+                          int slots);
 
 }  // namespace gpurdma::testing

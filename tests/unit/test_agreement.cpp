@@ -37,7 +37,10 @@ std::vector<std::string> hosts_of(int size)
     return hosts;
 }
 
-std::string why_of(int rank) { return "cannot map the segment (ENOMEM at rank " + std::to_string(rank) + ")"; }
+std::string why_of(int rank)
+{
+    return "cannot map the segment (ENOMEM at rank " + std::to_string(rank) + ")";
+}
 
 // Every rank votes; `refusing` ranks refuse with their reason. Every rank must get
 // `want` (code and message), with and without host names.
@@ -49,8 +52,8 @@ int vote_body(int rank, int size, gpurdma_bootstrap_t boot, const std::vector<in
     bool refuse = false;
     for (int r : refusing) refuse = refuse || r == rank;
     // A refusal may carry any error code: the verdict is unsupported on every rank.
-    const Status mine = !refuse ? Status::ok()
-                                : Status::error(GPURDMA_ERR_TRANSPORT, give_reason ? why_of(rank) : std::string());
+    const Status mine =
+        !refuse ? Status::ok() : Status::error(GPURDMA_ERR_TRANSPORT, give_reason ? why_of(rank) : std::string());
     int lowest = -1;
     for (int r : refusing)
         if (lowest < 0 || r < lowest) lowest = r;
@@ -85,25 +88,28 @@ TEST(Agreement, ExchangeDeliversRecordsOfAnyLengthInRankOrder)
     // so that each rank both pads and is padded.
     const size_t lengths[] = {0, 1, 3000, 200 * 1024};
     for (int size = 1; size <= 4; ++size) {
-        const RankResult res = run_ranks(size, [&](int rank, int n, gpurdma_bootstrap_t boot) {
-            RankCheck check(rank);
-            Agreement agreement(boot, rank, n);
-            for (bool reverse : {false, true}) {
-                auto length_of = [&](int r) { return lengths[reverse ? 3 - r : r]; };
-                std::vector<std::string> all(7, "stale");  // whatever was there goes
-                const Status st = agreement.exchange(record(rank, length_of(rank)), &all);
-                if (!check.expect(st.is_ok(), "exchange: " + st.message())) continue;
-                if (!check.expect(all.size() == static_cast<size_t>(n), "one record per rank")) continue;
-                for (int r = 0; r < n; ++r) {
-                    const std::string &got = all[static_cast<size_t>(r)];
-                    check.expect(got.size() == length_of(r), "record of rank " + std::to_string(r) + " has " +
-                                                                 std::to_string(got.size()) + " bytes, want " +
-                                                                 std::to_string(length_of(r)));
-                    check.expect(got == record(r, length_of(r)), "record of rank " + std::to_string(r) + " intact");
+        const RankResult res = run_ranks(
+            size,
+            [&](int rank, int n, gpurdma_bootstrap_t boot) {
+                RankCheck check(rank);
+                Agreement agreement(boot, rank, n);
+                for (bool reverse : {false, true}) {
+                    auto length_of = [&](int r) { return lengths[reverse ? 3 - r : r]; };
+                    std::vector<std::string> all(7, "stale");  // whatever was there goes
+                    const Status st = agreement.exchange(record(rank, length_of(rank)), &all);
+                    if (!check.expect(st.is_ok(), "exchange: " + st.message())) continue;
+                    if (!check.expect(all.size() == static_cast<size_t>(n), "one record per rank")) continue;
+                    for (int r = 0; r < n; ++r) {
+                        const std::string &got = all[static_cast<size_t>(r)];
+                        check.expect(got.size() == length_of(r), "record of rank " + std::to_string(r) + " has " +
+                                                                     std::to_string(got.size()) + " bytes, want " +
+                                                                     std::to_string(length_of(r)));
+                        check.expect(got == record(r, length_of(r)), "record of rank " + std::to_string(r) + " intact");
+                    }
                 }
-            }
-            return check.result();
-        }, kTimeoutS);
+                return check.result();
+            },
+            kTimeoutS);
         expect_all_passed(res, std::to_string(size) + " ranks");
     }
 }
@@ -111,19 +117,22 @@ TEST(Agreement, ExchangeDeliversRecordsOfAnyLengthInRankOrder)
 TEST(Agreement, ExchangeOfEmptyRecordsGivesEmptyRecords)
 {
     for (int size = 1; size <= 4; ++size) {
-        const RankResult res = run_ranks(size, [](int rank, int n, gpurdma_bootstrap_t boot) {
-            RankCheck check(rank);
-            Agreement agreement(boot, rank, n);
-            std::vector<std::string> all(1, "stale");
-            const Status st = agreement.exchange(std::string(), &all);
-            check.expect(st.is_ok(), "exchange: " + st.message());
-            check.expect(all == std::vector<std::string>(static_cast<size_t>(n)), "every record empty");
-            // The next exchange still lines up (the empty one took the same rounds everywhere).
-            const Status again = agreement.exchange(record(rank, 10), &all);
-            check.expect(again.is_ok() && all.size() == static_cast<size_t>(n) && all.back() == record(n - 1, 10),
-                         "exchange after the empty one");
-            return check.result();
-        }, kTimeoutS);
+        const RankResult res = run_ranks(
+            size,
+            [](int rank, int n, gpurdma_bootstrap_t boot) {
+                RankCheck check(rank);
+                Agreement agreement(boot, rank, n);
+                std::vector<std::string> all(1, "stale");
+                const Status st = agreement.exchange(std::string(), &all);
+                check.expect(st.is_ok(), "exchange: " + st.message());
+                check.expect(all == std::vector<std::string>(static_cast<size_t>(n)), "every record empty");
+                // The next exchange still lines up (the empty one took the same rounds everywhere).
+                const Status again = agreement.exchange(record(rank, 10), &all);
+                check.expect(again.is_ok() && all.size() == static_cast<size_t>(n) && all.back() == record(n - 1, 10),
+                             "exchange after the empty one");
+                return check.result();
+            },
+            kTimeoutS);
         expect_all_passed(res, std::to_string(size) + " ranks");
     }
 }
@@ -131,9 +140,9 @@ TEST(Agreement, ExchangeOfEmptyRecordsGivesEmptyRecords)
 TEST(Agreement, VoteAllOkIsOkEverywhere)
 {
     for (int size = 1; size <= 4; ++size) {
-        const RankResult res = run_ranks(size, [](int rank, int n, gpurdma_bootstrap_t boot) {
-            return vote_body(rank, n, boot, {}, true);
-        }, kTimeoutS);
+        const RankResult res = run_ranks(
+            size, [](int rank, int n, gpurdma_bootstrap_t boot) { return vote_body(rank, n, boot, {}, true); },
+            kTimeoutS);
         expect_all_passed(res, std::to_string(size) + " ranks");
     }
 }
@@ -142,9 +151,10 @@ TEST(Agreement, OneRefusalReachesEveryRankWithItsRankHostAndReason)
 {
     for (int size = 1; size <= 4; ++size)
         for (int refuser = 0; refuser < size; ++refuser) {
-            const RankResult res = run_ranks(size, [&](int rank, int n, gpurdma_bootstrap_t boot) {
-                return vote_body(rank, n, boot, {refuser}, true);
-            }, kTimeoutS);
+            const RankResult res = run_ranks(
+                size,
+                [&](int rank, int n, gpurdma_bootstrap_t boot) { return vote_body(rank, n, boot, {refuser}, true); },
+                kTimeoutS);
             expect_all_passed(res, std::to_string(size) + " ranks, rank " + std::to_string(refuser) + " refuses");
         }
 }
@@ -152,9 +162,9 @@ TEST(Agreement, OneRefusalReachesEveryRankWithItsRankHostAndReason)
 TEST(Agreement, RefusalWithoutReasonStillNamesTheRank)
 {
     for (int size = 1; size <= 4; ++size) {
-        const RankResult res = run_ranks(size, [](int rank, int n, gpurdma_bootstrap_t boot) {
-            return vote_body(rank, n, boot, {n - 1}, false);
-        }, kTimeoutS);
+        const RankResult res = run_ranks(
+            size, [](int rank, int n, gpurdma_bootstrap_t boot) { return vote_body(rank, n, boot, {n - 1}, false); },
+            kTimeoutS);
         expect_all_passed(res, std::to_string(size) + " ranks");
     }
 }
@@ -166,9 +176,10 @@ TEST(Agreement, TwoRefusalsGiveTheLowestRanksReason)
     for (int size = 2; size <= 4; ++size)
         for (const auto &refusing : cases) {
             if (refusing[0] >= size) continue;
-            const RankResult res = run_ranks(size, [&](int rank, int n, gpurdma_bootstrap_t boot) {
-                return vote_body(rank, n, boot, refusing, true);
-            }, kTimeoutS);
+            const RankResult res = run_ranks(
+                size,
+                [&](int rank, int n, gpurdma_bootstrap_t boot) { return vote_body(rank, n, boot, refusing, true); },
+                kTimeoutS);
             expect_all_passed(res, std::to_string(size) + " ranks, ranks " + std::to_string(refusing[0]) + " and " +
                                        std::to_string(refusing[1]) + " refuse");
         }
@@ -180,24 +191,27 @@ namespace {
 // rounds. The others' vote must fail with the exchange's error, within the timeout.
 void check_rank_gone(int size, int gone, int rounds_done)
 {
-    const RankResult res = run_ranks(size, [&](int rank, int n, gpurdma_bootstrap_t boot) {
-        if (rank == gone) {
-            // Takes part in the first rounds (the records' length round), then dies.
-            for (int i = 0; i < rounds_done; ++i) {
-                const uint64_t len = 64;
-                std::vector<uint64_t> lens(static_cast<size_t>(n));
-                boot.allgather(&len, lens.data(), sizeof len, boot.arg);
+    const RankResult res = run_ranks(
+        size,
+        [&](int rank, int n, gpurdma_bootstrap_t boot) {
+            if (rank == gone) {
+                // Takes part in the first rounds (the records' length round), then dies.
+                for (int i = 0; i < rounds_done; ++i) {
+                    const uint64_t len = 64;
+                    std::vector<uint64_t> lens(static_cast<size_t>(n));
+                    boot.allgather(&len, lens.data(), sizeof len, boot.arg);
+                }
+                return 1;
             }
-            return 1;
-        }
-        RankCheck check(rank);
-        Agreement agreement(boot, rank, n);
-        const Status got = agreement.vote(Status::ok(), hosts_of(n));
-        check.expect(got.code() == GPURDMA_ERR_TRANSPORT,
-                     "vote with a rank gone: code " + std::to_string(got.code()) + ", want GPURDMA_ERR_TRANSPORT");
-        check.equal(got.message(), "set-up exchange failed", "vote with a rank gone");
-        return check.result();
-    }, kTimeoutS);
+            RankCheck check(rank);
+            Agreement agreement(boot, rank, n);
+            const Status got = agreement.vote(Status::ok(), hosts_of(n));
+            check.expect(got.code() == GPURDMA_ERR_TRANSPORT,
+                         "vote with a rank gone: code " + std::to_string(got.code()) + ", want GPURDMA_ERR_TRANSPORT");
+            check.equal(got.message(), "set-up exchange failed", "vote with a rank gone");
+            return check.result();
+        },
+        kTimeoutS);
     const std::string what = std::to_string(size) + " ranks, rank " + std::to_string(gone) + " gone after " +
                              std::to_string(rounds_done) + " rounds";
     EXPECT_FALSE(res.timed_out) << what << ": " << res.detail;

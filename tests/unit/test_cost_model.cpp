@@ -51,7 +51,8 @@ TEST(CostModel, HierarchicalHalvesTheNetworkBytes)
     const CostModel m;
     const auto t = nodes({4, 4});
     const size_t big = 64 << 20;
-    EXPECT_LT(gpurdma::plan::hierarchical_us(m, t, big, 256 << 10, 64 << 10), gpurdma::plan::ring_us(m, t, big, 256 << 10));
+    EXPECT_LT(gpurdma::plan::hierarchical_us(m, t, big, 256 << 10, 64 << 10),
+              gpurdma::plan::ring_us(m, t, big, 256 << 10));
 }
 
 TEST(CostModel, ChoiceFollowsTheModel)

@@ -9,10 +9,10 @@
 #include <vector>
 
 #include "config.h"
-#include "gpurdma/gpurdma.h"
 #include "gpu/cuda_driver.h"
-#include "gpu/kernel_module.h"
 #include "gpu/ipc_cache.h"
+#include "gpu/kernel_module.h"
+#include "gpurdma/gpurdma.h"
 #include "reduce/reduce_device.h"
 
 using namespace gpurdma;
@@ -139,7 +139,7 @@ TEST(IpcCache, BoundedLeastRecentlyUsedButNeverTheCurrentCall)
     {
         gpu::IpcCache cache(2, fake.ops());
         uintptr_t p = 0;
-            cache.begin_call();
+        cache.begin_call();
         ASSERT_TRUE(cache.map(1, 1, handle(1), &p).is_ok());
         ASSERT_TRUE(cache.map(1, 2, handle(1), &p).is_ok());
         ASSERT_TRUE(cache.map(1, 3, handle(1), &p).is_ok());  // all in use by this call: over the bound
@@ -188,7 +188,8 @@ TEST(DeviceKernels, MatchTheHostForEveryPair)
                 const void *srcs[kSrc];
                 for (int s = 0; s <= kSrc; ++s) ASSERT_EQ(api.mem_alloc(&dptr[s], bytes), 0);
                 for (int s = 0; s < kSrc; ++s) {
-                    ASSERT_EQ(api.memcpy_sync(dptr[s], reinterpret_cast<gpu::CUdeviceptr>(in[size_t(s)].data()), bytes), 0);
+                    ASSERT_EQ(api.memcpy_sync(dptr[s], reinterpret_cast<gpu::CUdeviceptr>(in[size_t(s)].data()), bytes),
+                              0);
                     srcs[s] = reinterpret_cast<const void *>(dptr[s] + shift * es);
                 }
                 void *dst = reinterpret_cast<void *>(dptr[kSrc] + shift * es);
@@ -199,7 +200,8 @@ TEST(DeviceKernels, MatchTheHostForEveryPair)
                 std::vector<unsigned char> want(in[0]), got(bytes);
                 for (int s = 1; s < kSrc; ++s)
                     ASSERT_EQ(gpurdma_reduce_local(op, d, want.data() + shift * es, want.data() + shift * es,
-                                                   in[size_t(s)].data() + shift * es, n), GPURDMA_OK);
+                                                   in[size_t(s)].data() + shift * es, n),
+                              GPURDMA_OK);
                 ASSERT_EQ(api.memcpy_sync(reinterpret_cast<gpu::CUdeviceptr>(got.data()), dptr[kSrc], bytes), 0);
                 for (size_t i = 0; i < n; ++i) {
                     const size_t at = (i + shift) * es;

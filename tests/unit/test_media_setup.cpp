@@ -11,8 +11,8 @@
 // Needs the engine branch's media (ShmMedium, UcxMedium, the Status factories); it
 // covers every case of test_media_executor.cpp (which sets up today's classes by hand)
 // and replaces it once those classes are gone.
-#include <gtest/gtest.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -57,9 +57,9 @@ const char *const kUcxOff = "UCX is switched off on this rank (test)";
 
 struct MediaCase {
     std::vector<std::string> nodes;  // rank -> logical node (also its "host" in messages)
-    std::string tls;                 // UCX_TLS for the context ("" = UCX's choice)
-    std::string devices;             // UCX_NET_DEVICES
-    int ucx_refuses = -1;            // this rank cannot start UCX: every rank must decline
+    std::string tls;  // UCX_TLS for the context ("" = UCX's choice)
+    std::string devices;  // UCX_NET_DEVICES
+    int ucx_refuses = -1;  // this rank cannot start UCX: every rank must decline
 };
 
 // Written by rank 0 for the parent: why UCX cannot start here (then the test is skipped).
@@ -70,7 +70,7 @@ struct SharedNote {
 // One rank's media, released in reverse order: router, UCX channels, the segment, UCX.
 struct RankMedia {
     std::unique_ptr<transport::UcxContext> context;  // the process's, started on demand
-    int ucx_starts = 0;                              // how often the medium asked for it
+    int ucx_starts = 0;  // how often the medium asked for it
     std::unique_ptr<transport::ShmMedium> shm;
     std::unique_ptr<transport::UcxMedium> ucx;
     std::unique_ptr<transport::Router> router;
@@ -83,7 +83,6 @@ std::vector<int> remote_peers(const topo::Topology &t, int rank)
         if (t.node_of[static_cast<size_t>(p)] != t.node_of[static_cast<size_t>(rank)]) out.push_back(p);
     return out;
 }
-
 
 bool name_exists(const std::string &shm_name)
 {

@@ -18,7 +18,8 @@ TEST(Nic, ParseDeviceList)
     EXPECT_EQ(d, (std::vector<std::string>{"mlx5_2"}));
     EXPECT_TRUE(parse_device_list("", &d, &ex));
     EXPECT_TRUE(d.empty());
-    for (const char *bad : {",", "a,,b", "a,", "mlx5 0", "a;b", "^"}) EXPECT_FALSE(parse_device_list(bad, &d, &ex)) << bad;
+    for (const char *bad : {",", "a,,b", "a,", "mlx5 0", "a;b", "^"})
+        EXPECT_FALSE(parse_device_list(bad, &d, &ex)) << bad;
 }
 
 TEST(Nic, ChoosesNearestAllowedRdmaDevice)
@@ -62,9 +63,9 @@ TEST(GdrLevel, ClassifiesWhereTheDevicesMeet)
     EXPECT_EQ(classify_path(true, true, false, 0, 1), PathLevel::LOC);
     EXPECT_EQ(classify_path(false, true, false, 1, 1), PathLevel::PIX);  // one switch
     EXPECT_EQ(classify_path(false, true, false, 3, 1), PathLevel::PXB);  // nested switches
-    EXPECT_EQ(classify_path(false, true, true, 2, 1), PathLevel::PHB);   // same host bridge
-    EXPECT_EQ(classify_path(false, false, false, 2, 1), PathLevel::PHB); // two host bridges, one CPU
-    EXPECT_EQ(classify_path(false, false, false, 2, 2), PathLevel::SYS); // across NUMA nodes
+    EXPECT_EQ(classify_path(false, true, true, 2, 1), PathLevel::PHB);  // same host bridge
+    EXPECT_EQ(classify_path(false, false, false, 2, 1), PathLevel::PHB);  // two host bridges, one CPU
+    EXPECT_EQ(classify_path(false, false, false, 2, 2), PathLevel::SYS);  // across NUMA nodes
     EXPECT_LT(PathLevel::PIX, PathLevel::SYS);
 }
 

@@ -15,10 +15,10 @@
 #include "algo/node_allreduce.h"
 #include "reduce/reduce.h"
 
-using gpurdma::algo::NodeCall;
-using gpurdma::exec::State;
 using gpurdma::algo::NodeArena;
 using gpurdma::algo::NodeArenaLayout;
+using gpurdma::algo::NodeCall;
+using gpurdma::exec::State;
 
 namespace {
 
@@ -59,8 +59,8 @@ std::vector<char> random_floats(size_t count, std::mt19937 &rng)
 }
 
 // One allreduce on all ranks; false with a message on deadlock or mismatch.
-::testing::AssertionResult run_call(Node &node, gpurdma_dtype_t dtype, gpurdma_op_t op, size_t count,
-                                    bool in_place, size_t direct_max, std::mt19937 &rng, bool random_order)
+::testing::AssertionResult run_call(Node &node, gpurdma_dtype_t dtype, gpurdma_op_t op, size_t count, bool in_place,
+                                    size_t direct_max, std::mt19937 &rng, bool random_order)
 {
     const int n = node.layout.ranks;
     const size_t elem = gpurdma::reduce::dtype_size(dtype);
@@ -87,9 +87,8 @@ std::vector<char> random_floats(size_t count, std::mt19937 &rng)
     NodeArena arena = node.arena();
     std::vector<std::unique_ptr<NodeCall>> m;
     for (int r = 0; r < n; ++r)
-        m.push_back(std::make_unique<NodeCall>(arena, r, node.next_block, op, dtype,
-                                                    in_place ? nullptr : in[r].data(), out[r].data(), count,
-                                                    direct_max, node.consumed_seen[r].data()));
+        m.push_back(std::make_unique<NodeCall>(arena, r, node.next_block, op, dtype, in_place ? nullptr : in[r].data(),
+                                               out[r].data(), count, direct_max, node.consumed_seen[r].data()));
     std::vector<bool> done(static_cast<size_t>(n), false);
     int remaining = n;
     for (size_t round = 0; remaining > 0; ++round) {
@@ -113,8 +112,7 @@ std::vector<char> random_floats(size_t count, std::mt19937 &rng)
             if (std::memcmp(out[r].data() + i * elem, want.data() + i * elem, meaningful) == 0) continue;
             return ::testing::AssertionFailure()
                    << "rank " << r << " of " << n << " differs: " << gpurdma_dtype_name(dtype) << " "
-                   << gpurdma_op_name(op) << " count " << count << (in_place ? " in place" : "") << " at element "
-                   << i;
+                   << gpurdma_op_name(op) << " count " << count << (in_place ? " in place" : "") << " at element " << i;
         }
     return ::testing::AssertionSuccess();
 }
@@ -150,10 +148,10 @@ TEST(NodeAllreduce, ManyShapesAndCallsInARow)
             for (size_t count : {1ul, 7ul, 1000ul, 1024ul, 1025ul, 5000ul, 20000ul})
                 for (bool in_place : {false, true})
                     for (bool random_order : {false, true}) {
-                        ASSERT_TRUE(run_call(node, GPURDMA_INT32, GPURDMA_SUM, count, in_place, 256, rng,
-                                             random_order));
-                        ASSERT_TRUE(run_call(node, GPURDMA_FLOAT, GPURDMA_SUM, count, in_place, 256, rng,
-                                             random_order));
+                        ASSERT_TRUE(
+                            run_call(node, GPURDMA_INT32, GPURDMA_SUM, count, in_place, 256, rng, random_order));
+                        ASSERT_TRUE(
+                            run_call(node, GPURDMA_FLOAT, GPURDMA_SUM, count, in_place, 256, rng, random_order));
                     }
         }
 }
@@ -225,8 +223,7 @@ TEST(NodeAllreduce, OverlappingBuffersStillGetTheSum)
     std::vector<std::unique_ptr<NodeCall>> m;
     for (int r = 0; r < ranks; ++r)
         m.push_back(std::make_unique<NodeCall>(arena, r, 0, GPURDMA_SUM, GPURDMA_FLOAT, mem[r].data(),
-                                                    mem[r].data() + 16, count, SIZE_MAX,
-                                                    node.consumed_seen[r].data()));
+                                               mem[r].data() + 16, count, SIZE_MAX, node.consumed_seen[r].data()));
     std::vector<bool> done(ranks, false);
     for (int round = 0; round < 100000 && !(done[0] && done[1]); ++round) {
         const int r = round % ranks;

@@ -143,8 +143,9 @@ TEST(Params, BadValuesWarnOnceAndTakeTheDefault)
     c.ib_sl = 15;
     EXPECT_EQ(validate_one(&c), "");
     c.algorithm = "bogus";
-    EXPECT_EQ(validate_one(&c), "coll_gpurdma_algorithm='bogus' is not one of auto, node, ring, rd, hier, "
-                                "recursive_doubling, hierarchical; using auto");
+    EXPECT_EQ(validate_one(&c),
+              "coll_gpurdma_algorithm='bogus' is not one of auto, node, ring, rd, hier, "
+              "recursive_doubling, hierarchical; using auto");
     EXPECT_STREQ(c.algorithm, "auto");
     c.algorithm = "hierarchical";
     EXPECT_EQ(validate_one(&c), "");
@@ -224,8 +225,8 @@ TEST(Params, TheAgreedRowsAreTheOnesThatShapeThePlan)
     std::set<std::string> agreed;
     for (int i = 0; i < gpurdma_param_count(); ++i)
         if (gpurdma_param_info(i)->agreed) agreed.insert(gpurdma_param_info(i)->name);
-    const std::set<std::string> expected = {"slots",    "chunk_size",   "node_chunk_size", "small_msg_max",
-                                            "net_alpha_us", "net_gbps", "shm_alpha_us",    "shm_gbps",
-                                            "reduce_gbps",  "calibrate", "algorithm",      "logical_nodes"};
+    const std::set<std::string> expected = {"slots",        "chunk_size", "node_chunk_size", "small_msg_max",
+                                            "net_alpha_us", "net_gbps",   "shm_alpha_us",    "shm_gbps",
+                                            "reduce_gbps",  "calibrate",  "algorithm",       "logical_nodes"};
     EXPECT_EQ(agreed, expected);
 }

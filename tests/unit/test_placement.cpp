@@ -101,8 +101,9 @@ TEST(Placement, SameDecisionInAnyOrder)
 TEST(Placement, DescribeNamesTheNumbers)
 {
     const auto d = decide_wait({on({0, 1}, 4, 2), on({0, 1}, 4, 2), on({0, 1}, 4, 2), on({0, 1}, 4, 2)});
-    EXPECT_EQ(d.describe(), "yield when idle: 4 ranks, only 2 with a CPU of their own (masks cover 2 CPUs); 4 job "
-                            "processes on 2 host CPUs (more processes than CPUs)");
+    EXPECT_EQ(d.describe(),
+              "yield when idle: 4 ranks, only 2 with a CPU of their own (masks cover 2 CPUs); 4 job "
+              "processes on 2 host CPUs (more processes than CPUs)");
 }
 
 // Per-task cgroups (e.g. a resource manager's cpuset per rank): each rank's budget is

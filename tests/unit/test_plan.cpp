@@ -100,7 +100,9 @@ TEST(Planner, SchedulesCarryTheirAlgorithm)
 TEST(Planner, ChoosesByMessageSize)
 {
     const auto one = single_node(4);
-    auto choose_algorithm = [&one](size_t bytes, const PlanParams &p) { return gpurdma::plan::choose_algorithm(one, bytes, p); };
+    auto choose_algorithm = [&one](size_t bytes, const PlanParams &p) {
+        return gpurdma::plan::choose_algorithm(one, bytes, p);
+    };
     PlanParams p;
     p.chunk_size = 256 * 1024;
     p.small_msg_max = 16 * 1024;
@@ -178,8 +180,7 @@ TEST(Planner, SizesDoNotOverflowPast4GiB)
     std::vector<Step> steps;
     append_ring(steps, g, Buf::Send, 0, 600000000ul, 8, 64ul << 20);
     size_t max_end = 0;
-    for (const auto &st : steps)
-        max_end = std::max(max_end, std::max(st.dst_off, st.src_off) + st.bytes);
+    for (const auto &st : steps) max_end = std::max(max_end, std::max(st.dst_off, st.src_off) + st.bytes);
     EXPECT_EQ(max_end, 600000000ul * 8);
 }
 

@@ -61,7 +61,7 @@ public:
     std::string describe_wait() const override { return kWait; }
     std::string describe_failure() const override { return kFailure; }
 
-    uint64_t moved = 0;     // the position
+    uint64_t moved = 0;  // the position
     uint64_t advances = 0;  // calls so far, this one included
 
 private:
@@ -82,7 +82,10 @@ ProgressLoop loop(const WaitPolicy &p, std::function<unsigned()> poll = {})
     return ProgressLoop(p, WaitSite{kName, 5, "node-b"}, std::move(poll));
 }
 
-double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+double seconds_since(Clock::time_point t0)
+{
+    return std::chrono::duration<double>(Clock::now() - t0).count();
+}
 
 // Done after `idle` advances that move nothing.
 FakeTask idle_then_done(uint64_t idle)
@@ -228,9 +231,9 @@ TEST(ProgressLoop, PollsTheNetworkWhileIdle)
         unsigned polls = 0;
         FakeTask needs_network([&](FakeTask &) { return polls >= K ? State::Done : State::Running; });
         const Status st = loop(p, [&] {
-            ++polls;
-            return 0u;
-        }).run(needs_network);
+                              ++polls;
+                              return 0u;
+                          }).run(needs_network);
         EXPECT_TRUE(st.is_ok()) << st.message();
         EXPECT_EQ(polls, K);
     }
@@ -245,9 +248,9 @@ TEST(ProgressLoop, NetworkEventsCountAsActivity)
     FakeTask needs_network([&](FakeTask &) { return polls >= K ? State::Done : State::Running; });
     const unsigned long before = yields.load();
     const Status st = loop(policy(true, 20), [&] {
-        ++polls;
-        return 1u;
-    }).run(needs_network);
+                          ++polls;
+                          return 1u;
+                      }).run(needs_network);
     EXPECT_TRUE(st.is_ok()) << st.message();
     EXPECT_EQ(polls, K);
     EXPECT_EQ(yields.load() - before, 0u);

@@ -44,11 +44,14 @@ bool attach_refused(const std::string &name, size_t bytes)
     return !st.is_ok() && !segment && !st.message().empty();
 }
 
-std::string shm_path(const std::string &name) { return "/dev/shm" + name; }
+std::string shm_path(const std::string &name)
+{
+    return "/dev/shm" + name;
+}
 
 bool exists(const std::string &name)
 {
-    struct stat st{};
+    struct stat st {};
     return lstat(shm_path(name).c_str(), &st) == 0;
 }
 
@@ -84,7 +87,7 @@ TEST(ShmSegment, CreatedPrivateWithJobUniqueName)
     EXPECT_EQ(a->name().compare(0, prefix.size(), prefix), 0) << a->name();
     // A random part follows the counter: a name cannot be guessed from uid and pid alone.
     EXPECT_GE(a->name().size(), prefix.size() + 2 + 16) << a->name();
-    struct stat st{};
+    struct stat st {};
     ASSERT_EQ(lstat(shm_path(a->name()).c_str(), &st), 0);
     EXPECT_TRUE(S_ISREG(st.st_mode));
     EXPECT_EQ(st.st_mode & 07777, 0600u);

@@ -6,12 +6,12 @@
 #include <cstring>
 #include <random>
 
-#include "support/simulator.h"
 #include "reduce/reduce.h"
+#include "support/simulator.h"
 
-using gpurdma::testing::simulate;
 using gpurdma::plan::Algorithm;
 using gpurdma::plan::PlanParams;
+using gpurdma::testing::simulate;
 
 namespace {
 
@@ -26,12 +26,10 @@ std::vector<std::vector<char>> int_inputs(int n, size_t count, uint32_t seed)
     return in;
 }
 
-std::vector<char> reference(const std::vector<std::vector<char>> &in, size_t count, gpurdma_dtype_t t,
-                            gpurdma_op_t op)
+std::vector<char> reference(const std::vector<std::vector<char>> &in, size_t count, gpurdma_dtype_t t, gpurdma_op_t op)
 {
     std::vector<char> acc = in[0];
-    for (size_t r = 1; r < in.size(); ++r)
-        gpurdma::reduce::apply(op, t, acc.data(), acc.data(), in[r].data(), count);
+    for (size_t r = 1; r < in.size(); ++r) gpurdma::reduce::apply(op, t, acc.data(), acc.data(), in[r].data(), count);
     return acc;
 }
 
@@ -105,7 +103,10 @@ TEST(Simulator, FloatResultsBitIdenticalOnEveryRank)
 
 TEST(Simulator, PairTypesWithPadding)
 {
-    struct DI { double v; int i; };
+    struct DI {
+        double v;
+        int i;
+    };
     const int n = 5;
     const size_t count = 37;
     std::vector<std::vector<char>> in(n, std::vector<char>(count * sizeof(DI), 0));
@@ -125,7 +126,10 @@ TEST(Simulator, PairTypesWithPadding)
             int idx = -1;
             for (int q = 0; q < n; ++q) {
                 const double v = static_cast<double>((q * 7 + i) % 3);
-                if (v > best) { best = v; idx = q; }
+                if (v > best) {
+                    best = v;
+                    idx = q;
+                }
             }
             ASSERT_EQ(out[i].v, best);
             ASSERT_EQ(out[i].i, idx);

@@ -91,8 +91,8 @@ std::vector<char> pattern(size_t n, int seed)
 // than slots (so credits must come back), each checked byte for byte.
 void exchange_all_sizes(Pair &p)
 {
-    const size_t sizes[] = {0, 8, 48, 1000, UcxChannels::kActiveMessageMax, UcxChannels::kActiveMessageMax + 8,
-                            kSlot - 64, kSlot};
+    const size_t sizes[] = {
+        0, 8, 48, 1000, UcxChannels::kActiveMessageMax, UcxChannels::kActiveMessageMax + 8, kSlot - 64, kSlot};
     int seed = 0;
     for (int round = 0; round < 3; ++round)
         for (size_t bytes : sizes)
@@ -170,7 +170,7 @@ TEST(UcxChannels, MalformedActiveMessagesAreDropped)
     send_raw(h, 8);
     h.slot = 0;
     send_raw(h, kSlot + 64);  // larger than a slot
-    h.kind = 77;              // no such kind
+    h.kind = 77;  // no such kind
     send_raw(h, 8);
     h.kind = AmHeader::Data;
     h.target = target.channel_id + 1000;  // no such channel

@@ -9,10 +9,10 @@
 
 #include "transport/ucx_context.h"
 
-using gpurdma::transport::UcxContext;
-using gpurdma::transport::UcxIbSettings;
 using gpurdma::transport::uct_table_key;
 using gpurdma::transport::ucx_ib_config;
+using gpurdma::transport::UcxContext;
+using gpurdma::transport::UcxIbSettings;
 using Entries = std::vector<std::pair<std::string, std::string>>;
 
 TEST(UcxIbConfig, NothingSetLeavesUcxAlone)

@@ -23,12 +23,12 @@ BEGIN_C_DECLS
 /* MCA parameters and process-wide state. */
 typedef struct mca_coll_gpurdma_globals {
     int priority;
-    int verbose;                   /* coll_gpurdma_verbose, read at open */
-    int cuda;                      /* GPU buffers recognised (coll_gpurdma_cuda) */
-    int output;                    /* opal_output stream */
-    gpurdma_context_t *context;    /* created on first use */
-    bool context_failed;           /* do not retry a context that could not start */
-    int live_modules;              /* the context outlives every module */
+    int verbose; /* coll_gpurdma_verbose, read at open */
+    int cuda; /* GPU buffers recognised (coll_gpurdma_cuda) */
+    int output; /* opal_output stream */
+    gpurdma_context_t *context; /* created on first use */
+    bool context_failed; /* do not retry a context that could not start */
+    int live_modules; /* the context outlives every module */
     bool closing;
 } mca_coll_gpurdma_globals_t;
 
@@ -53,9 +53,8 @@ OBJ_CLASS_DECLARATION(mca_coll_gpurdma_module_t);
 int mca_coll_gpurdma_init_query(bool enable_progress_threads, bool enable_mpi_threads);
 mca_coll_base_module_t *mca_coll_gpurdma_comm_query(struct ompi_communicator_t *comm, int *priority);
 
-int mca_coll_gpurdma_allreduce(const void *sbuf, void *rbuf, gpurdma_coll_count_t count,
-                               struct ompi_datatype_t *dtype, struct ompi_op_t *op, struct ompi_communicator_t *comm,
-                               mca_coll_base_module_t *module);
+int mca_coll_gpurdma_allreduce(const void *sbuf, void *rbuf, gpurdma_coll_count_t count, struct ompi_datatype_t *dtype,
+                               struct ompi_op_t *op, struct ompi_communicator_t *comm, mca_coll_base_module_t *module);
 
 /* MPI handle -> core enum; false for anything the core does not take. */
 bool mca_coll_gpurdma_map_datatype(struct ompi_datatype_t *dtype, gpurdma_dtype_t *out);

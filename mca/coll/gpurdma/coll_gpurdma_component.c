@@ -29,17 +29,16 @@ static int gpurdma_open(void);
 static int gpurdma_close(void);
 
 const GPURDMA_COLL_COMPONENT_T mca_coll_gpurdma_component = {
-    .collm_version = {
-        GPURDMA_COLL_BASE_VERSION,
-        .mca_component_name = "gpurdma",
-        MCA_BASE_MAKE_VERSION(component, 0, 1, 0),
-        .mca_open_component = gpurdma_open,
-        .mca_close_component = gpurdma_close,
-        .mca_register_component_params = gpurdma_register,
-    },
-    .collm_data = {
-        MCA_BASE_METADATA_PARAM_CHECKPOINT
-    },
+    .collm_version =
+        {
+            GPURDMA_COLL_BASE_VERSION,
+            .mca_component_name = "gpurdma",
+            MCA_BASE_MAKE_VERSION(component, 0, 1, 0),
+            .mca_open_component = gpurdma_open,
+            .mca_close_component = gpurdma_close,
+            .mca_register_component_params = gpurdma_register,
+        },
+    .collm_data = {MCA_BASE_METADATA_PARAM_CHECKPOINT},
     .collm_init_query = mca_coll_gpurdma_init_query,
     .collm_comm_query = mca_coll_gpurdma_comm_query,
 };
@@ -81,11 +80,11 @@ static void register_counters(void)
         {"hier_calls", "Calls that took the hierarchical allreduce", offsetof(gpurdma_comm_stats_t, hier_calls)},
     };
     for (size_t i = 0; i < sizeof counters / sizeof counters[0]; i++)
-        (void)mca_base_component_pvar_register(
-            &mca_coll_gpurdma_component.collm_version, counters[i].name, counters[i].help, OPAL_INFO_LVL_4,
-            MCA_BASE_PVAR_CLASS_COUNTER, MCA_BASE_VAR_TYPE_UNSIGNED_LONG_LONG, NULL, MCA_BASE_VAR_BIND_NO_OBJECT,
-            MCA_BASE_PVAR_FLAG_READONLY | MCA_BASE_PVAR_FLAG_CONTINUOUS, read_counter, NULL, NULL,
-            (void *)(uintptr_t)counters[i].offset);
+        (void)mca_base_component_pvar_register(&mca_coll_gpurdma_component.collm_version, counters[i].name,
+                                               counters[i].help, OPAL_INFO_LVL_4, MCA_BASE_PVAR_CLASS_COUNTER,
+                                               MCA_BASE_VAR_TYPE_UNSIGNED_LONG_LONG, NULL, MCA_BASE_VAR_BIND_NO_OBJECT,
+                                               MCA_BASE_PVAR_FLAG_READONLY | MCA_BASE_PVAR_FLAG_CONTINUOUS,
+                                               read_counter, NULL, NULL, (void *)(uintptr_t)counters[i].offset);
 }
 
 static int gpurdma_register(void)
@@ -112,12 +111,16 @@ static int open_output(int verbose)
     opal_output_stream_t lds;
     OBJ_CONSTRUCT(&lds, opal_output_stream_t);
     const char *to_stdout = getenv("OPAL_OUTPUT_INTERNAL_TO_STDOUT");
-    if (to_stdout && '1' == to_stdout[0]) lds.lds_want_stdout = true;
-    else lds.lds_want_stderr = true;
+    if (to_stdout && '1' == to_stdout[0])
+        lds.lds_want_stdout = true;
+    else
+        lds.lds_want_stderr = true;
     lds.lds_verbose_level = verbose > 0 ? verbose : 0;
     char host[64] = "";
-    if (opal_process_info.nodename) snprintf(host, sizeof host, "%s", opal_process_info.nodename);
-    else gethostname(host, sizeof host - 1);
+    if (opal_process_info.nodename)
+        snprintf(host, sizeof host, "%s", opal_process_info.nodename);
+    else
+        gethostname(host, sizeof host - 1);
     char prefix[128];
     const opal_vpid_t rank = OPAL_PROC_MY_NAME.vpid;
     if (OPAL_VPID_INVALID == rank)
@@ -192,8 +195,10 @@ static void validated_config(gpurdma_config_t *c)
     mca_coll_gpurdma_globals.cuda = c->cuda;
     /* One process per host says what gpurdma's UCX context will get (all get the same). */
     if (c->local_rank <= 0 && (c->ib_gid_index >= 0 || c->ib_tc >= 0 || c->ib_sl >= 0))
-        mca_coll_gpurdma_output(1, "gpurdma's UCX context: IB GID index %d, traffic class %d, service level %d "
-                                "(-1: UCX's choice; RDMA devices only)", c->ib_gid_index, c->ib_tc, c->ib_sl);
+        mca_coll_gpurdma_output(1,
+                                "gpurdma's UCX context: IB GID index %d, traffic class %d, service level %d "
+                                "(-1: UCX's choice; RDMA devices only)",
+                                c->ib_gid_index, c->ib_tc, c->ib_sl);
 }
 
 bool mca_coll_gpurdma_ensure_context(void)
@@ -247,8 +252,10 @@ static bool same_release_as_built(void)
     if (0 == strncmp(p, built, n) && !isdigit((unsigned char)p[n])) return true;
     size_t shown = strcspn(p, ",");
     if (opal_process_info.my_local_rank == 0)
-        mca_coll_gpurdma_output(0, "built against %s but running in %.*s: the coll structs may differ; "
-                                "gpurdma disabled (rebuild it against this Open MPI's headers)", built, (int)shown, p);
+        mca_coll_gpurdma_output(0,
+                                "built against %s but running in %.*s: the coll structs may differ; "
+                                "gpurdma disabled (rebuild it against this Open MPI's headers)",
+                                built, (int)shown, p);
     return false;
 }
 

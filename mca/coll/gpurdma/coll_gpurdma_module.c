@@ -42,8 +42,8 @@ static int bootstrap_allgather(const void *send, void *recv, size_t bytes, void 
 {
     mca_coll_gpurdma_module_t *m = (mca_coll_gpurdma_module_t *)arg;
     if (bytes > (size_t)GPURDMA_COLL_COUNT_MAX) return -1;
-    int rc = m->prev_allgather(send, (gpurdma_coll_count_t)bytes, MPI_BYTE, recv, (gpurdma_coll_count_t)bytes,
-                               MPI_BYTE, m->comm, m->prev_allgather_module);
+    int rc = m->prev_allgather(send, (gpurdma_coll_count_t)bytes, MPI_BYTE, recv, (gpurdma_coll_count_t)bytes, MPI_BYTE,
+                               m->comm, m->prev_allgather_module);
     return rc == OMPI_SUCCESS ? 0 : -1;
 }
 
@@ -65,12 +65,14 @@ static int module_enable(mca_coll_base_module_t *module, struct ompi_communicato
     OBJ_RETAIN(m->prev_allgather_module);
 
     const char *comm_name = gpurdma_comm_name(comm);
-    if (comm_name[0]) snprintf(m->name, sizeof m->name, "%s (cid %u)", comm_name, gpurdma_comm_cid(comm));
-    else snprintf(m->name, sizeof m->name, "communicator cid %u", gpurdma_comm_cid(comm));
+    if (comm_name[0])
+        snprintf(m->name, sizeof m->name, "%s (cid %u)", comm_name, gpurdma_comm_cid(comm));
+    else
+        snprintf(m->name, sizeof m->name, "communicator cid %u", gpurdma_comm_cid(comm));
     gpurdma_comm_params_t params = {
         .rank = ompi_comm_rank(comm),
         .size = ompi_comm_size(comm),
-        .bootstrap = { .allgather = bootstrap_allgather, .arg = m },
+        .bootstrap = {.allgather = bootstrap_allgather, .arg = m},
         .name = m->name,
     };
     if (GPURDMA_OK != gpurdma_comm_create(mca_coll_gpurdma_globals.context, &params, &m->core)) {
@@ -130,8 +132,8 @@ mca_coll_base_module_t *mca_coll_gpurdma_comm_query(struct ompi_communicator_t *
  * The previous module cannot read GPU memory (Open MPI is not CUDA-aware): give it
  * host copies of the buffers' whole span, then copy the result back.
  */
-static int staged_fallback(mca_coll_gpurdma_module_t *m, const void *sbuf, void *rbuf,
-                           gpurdma_coll_count_t count, struct ompi_datatype_t *dtype, struct ompi_op_t *op)
+static int staged_fallback(mca_coll_gpurdma_module_t *m, const void *sbuf, void *rbuf, gpurdma_coll_count_t count,
+                           struct ompi_datatype_t *dtype, struct ompi_op_t *op)
 {
     ptrdiff_t lb, extent, true_lb, true_extent;
     ompi_datatype_get_extent(dtype, &lb, &extent);
@@ -145,8 +147,10 @@ static int staged_fallback(mca_coll_gpurdma_module_t *m, const void *sbuf, void 
         if (span && GPURDMA_OK != gpurdma_memcpy(host_r, (char *)rbuf + true_lb, span)) rc = MPI_ERR_OTHER;
     } else {
         host_s = malloc(span ? span : 1);
-        if (NULL == host_s) rc = OMPI_ERR_OUT_OF_RESOURCE;
-        else if (span && GPURDMA_OK != gpurdma_memcpy(host_s, (const char *)sbuf + true_lb, span)) rc = MPI_ERR_OTHER;
+        if (NULL == host_s)
+            rc = OMPI_ERR_OUT_OF_RESOURCE;
+        else if (span && GPURDMA_OK != gpurdma_memcpy(host_s, (const char *)sbuf + true_lb, span))
+            rc = MPI_ERR_OTHER;
     }
     if (OMPI_SUCCESS == rc)
         rc = m->prev_allreduce(in_place ? MPI_IN_PLACE : host_s - true_lb, host_r - true_lb, count, dtype, op, m->comm,
@@ -171,9 +175,8 @@ static int fallback(mca_coll_gpurdma_module_t *m, const char *why, const void *s
     return m->prev_allreduce(sbuf, rbuf, count, dtype, op, m->comm, m->prev_allreduce_module);
 }
 
-int mca_coll_gpurdma_allreduce(const void *sbuf, void *rbuf, gpurdma_coll_count_t count,
-                               struct ompi_datatype_t *dtype, struct ompi_op_t *op, struct ompi_communicator_t *comm,
-                               mca_coll_base_module_t *module)
+int mca_coll_gpurdma_allreduce(const void *sbuf, void *rbuf, gpurdma_coll_count_t count, struct ompi_datatype_t *dtype,
+                               struct ompi_op_t *op, struct ompi_communicator_t *comm, mca_coll_base_module_t *module)
 {
     mca_coll_gpurdma_module_t *m = (mca_coll_gpurdma_module_t *)module;
     (void)comm;
@@ -186,20 +189,18 @@ int mca_coll_gpurdma_allreduce(const void *sbuf, void *rbuf, gpurdma_coll_count_
 #if OMPI_MAJOR_VERSION < 6
     if (count < 0) return MPI_ERR_COUNT;
 #endif
-    gpurdma_status_t st = gpurdma_allreduce(m->core, sbuf == MPI_IN_PLACE ? NULL : sbuf, rbuf,
-                                            (size_t)count, gdt, gop);
+    gpurdma_status_t st = gpurdma_allreduce(m->core, sbuf == MPI_IN_PLACE ? NULL : sbuf, rbuf, (size_t)count, gdt, gop);
     switch (st) {
-    case GPURDMA_OK:
-        return MPI_SUCCESS;
-    case GPURDMA_ERR_UNSUPPORTED:
-        return fallback(m, "op not defined for this datatype, or set-up declined", sbuf, rbuf, count, dtype,
-                        op);
-    case GPURDMA_ERR_BROKEN:
-        mca_coll_gpurdma_output(0, "%s: disabled after an earlier failure (%s)", m->name,
-                                gpurdma_comm_last_error(m->core));
-        return MPI_ERR_OTHER;
-    default:
-        /* The core has printed the stage and peer; MPI's error handler decides what next. */
-        return MPI_ERR_OTHER;
+        case GPURDMA_OK:
+            return MPI_SUCCESS;
+        case GPURDMA_ERR_UNSUPPORTED:
+            return fallback(m, "op not defined for this datatype, or set-up declined", sbuf, rbuf, count, dtype, op);
+        case GPURDMA_ERR_BROKEN:
+            mca_coll_gpurdma_output(0, "%s: disabled after an earlier failure (%s)", m->name,
+                                    gpurdma_comm_last_error(m->core));
+            return MPI_ERR_OTHER;
+        default:
+            /* The core has printed the stage and peer; MPI's error handler decides what next. */
+            return MPI_ERR_OTHER;
     }
 }

@@ -36,7 +36,7 @@ typedef struct {
     mca_base_var_enum_t *enumerator;
     mca_base_var_enum_vfs_fn_t known_value; /* Open MPI's own lookups */
     mca_base_var_enum_sfv_fn_t known_name;
-    char *unknown;                          /* the name given, when not one of ours */
+    char *unknown; /* the name given, when not one of ours */
 } lenient_enum_t;
 static lenient_enum_t enums[MAX_PARAMS];
 
@@ -122,23 +122,25 @@ void mca_coll_gpurdma_register_params(void)
         mca_base_var_type_t type = MCA_BASE_VAR_TYPE_INT;
         mca_base_var_enum_t *enumerator = NULL;
         switch (p->type) {
-        case GPURDMA_PARAM_INT: s->i = (int)p->default_number; break;
-        case GPURDMA_PARAM_SIZE:
-            s->size = (size_t)p->default_number;
-            type = MCA_BASE_VAR_TYPE_SIZE_T;
-            break;
-        case GPURDMA_PARAM_DOUBLE:
-            s->d = p->default_number;
-            type = MCA_BASE_VAR_TYPE_DOUBLE;
-            break;
-        case GPURDMA_PARAM_STRING:
-            s->text = (char *)p->default_text; /* MCA copies it */
-            type = MCA_BASE_VAR_TYPE_STRING;
-            break;
-        case GPURDMA_PARAM_ENUM:
-            s->i = enum_value(p, p->default_text);
-            enumerator = make_enum(i, p);
-            break;
+            case GPURDMA_PARAM_INT:
+                s->i = (int)p->default_number;
+                break;
+            case GPURDMA_PARAM_SIZE:
+                s->size = (size_t)p->default_number;
+                type = MCA_BASE_VAR_TYPE_SIZE_T;
+                break;
+            case GPURDMA_PARAM_DOUBLE:
+                s->d = p->default_number;
+                type = MCA_BASE_VAR_TYPE_DOUBLE;
+                break;
+            case GPURDMA_PARAM_STRING:
+                s->text = (char *)p->default_text; /* MCA copies it */
+                type = MCA_BASE_VAR_TYPE_STRING;
+                break;
+            case GPURDMA_PARAM_ENUM:
+                s->i = enum_value(p, p->default_text);
+                enumerator = make_enum(i, p);
+                break;
         }
         const int level = p->info_level < 1 ? 1 : p->info_level > 9 ? 9 : p->info_level;
         (void)mca_base_component_var_register(&mca_coll_gpurdma_component.collm_version, p->name, p->help, type,
@@ -157,12 +159,23 @@ void mca_coll_gpurdma_config_from_params(gpurdma_config_t *config)
         const param_storage_t *s = &storage[i];
         gpurdma_param_value_t v;
         switch (p->type) {
-        case GPURDMA_PARAM_INT: v.i = s->i; break;
-        case GPURDMA_PARAM_SIZE: v.size = s->size; break;
-        case GPURDMA_PARAM_DOUBLE: v.d = s->d; break;
-        case GPURDMA_PARAM_STRING: v.text = s->text; break;
-        case GPURDMA_PARAM_ENUM: v.text = enum_name(i, p); break;
-        default: continue;
+            case GPURDMA_PARAM_INT:
+                v.i = s->i;
+                break;
+            case GPURDMA_PARAM_SIZE:
+                v.size = s->size;
+                break;
+            case GPURDMA_PARAM_DOUBLE:
+                v.d = s->d;
+                break;
+            case GPURDMA_PARAM_STRING:
+                v.text = s->text;
+                break;
+            case GPURDMA_PARAM_ENUM:
+                v.text = enum_name(i, p);
+                break;
+            default:
+                continue;
         }
         (void)gpurdma_config_set(config, i, v);
     }

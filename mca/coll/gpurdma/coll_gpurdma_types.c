@@ -35,11 +35,11 @@ static void add(MPI_Datatype handle, gpurdma_dtype_t dtype)
 }
 
 /* The core type with the same size and signedness as C integer type T. */
-#define INT_TYPE(T, is_signed)                                                          \
-    (sizeof(T) == 1 ? ((is_signed) ? GPURDMA_INT8 : GPURDMA_UINT8)                       \
-   : sizeof(T) == 2 ? ((is_signed) ? GPURDMA_INT16 : GPURDMA_UINT16)                     \
-   : sizeof(T) == 4 ? ((is_signed) ? GPURDMA_INT32 : GPURDMA_UINT32)                     \
-                    : ((is_signed) ? GPURDMA_INT64 : GPURDMA_UINT64))
+#define INT_TYPE(T, is_signed)                                         \
+    (sizeof(T) == 1   ? ((is_signed) ? GPURDMA_INT8 : GPURDMA_UINT8)   \
+     : sizeof(T) == 2 ? ((is_signed) ? GPURDMA_INT16 : GPURDMA_UINT16) \
+     : sizeof(T) == 4 ? ((is_signed) ? GPURDMA_INT32 : GPURDMA_UINT32) \
+                      : ((is_signed) ? GPURDMA_INT64 : GPURDMA_UINT64))
 
 static void build_type_table(void)
 {
@@ -106,10 +106,9 @@ bool mca_coll_gpurdma_map_op(struct ompi_op_t *op, gpurdma_op_t *out)
         MPI_Op handle;
         gpurdma_op_t op;
     } ops[] = {
-        {MPI_SUM, GPURDMA_SUM},   {MPI_PROD, GPURDMA_PROD}, {MPI_MIN, GPURDMA_MIN},
-        {MPI_MAX, GPURDMA_MAX},   {MPI_LAND, GPURDMA_LAND}, {MPI_LOR, GPURDMA_LOR},
-        {MPI_LXOR, GPURDMA_LXOR}, {MPI_BAND, GPURDMA_BAND}, {MPI_BOR, GPURDMA_BOR},
-        {MPI_BXOR, GPURDMA_BXOR}, {MPI_MAXLOC, GPURDMA_MAXLOC}, {MPI_MINLOC, GPURDMA_MINLOC},
+        {MPI_SUM, GPURDMA_SUM},   {MPI_PROD, GPURDMA_PROD}, {MPI_MIN, GPURDMA_MIN},       {MPI_MAX, GPURDMA_MAX},
+        {MPI_LAND, GPURDMA_LAND}, {MPI_LOR, GPURDMA_LOR},   {MPI_LXOR, GPURDMA_LXOR},     {MPI_BAND, GPURDMA_BAND},
+        {MPI_BOR, GPURDMA_BOR},   {MPI_BXOR, GPURDMA_BXOR}, {MPI_MAXLOC, GPURDMA_MAXLOC}, {MPI_MINLOC, GPURDMA_MINLOC},
     };
     for (size_t i = 0; i < sizeof ops / sizeof ops[0]; ++i) {
         if (ops[i].handle == op) {
@@ -131,8 +130,10 @@ bool mca_coll_gpurdma_check_layouts(void)
         ptrdiff_t lb = 0, extent = 0;
         if (OMPI_SUCCESS != ompi_datatype_get_extent(type_table[i].handle, &lb, &extent) || lb != 0 ||
             (size_t)extent != gpurdma_dtype_size(type_table[i].dtype)) {
-            mca_coll_gpurdma_output(0, "MPI datatype %zu has extent %ld, the core expects %zu for %s; "
-                                    "gpurdma disabled", i, (long)extent, gpurdma_dtype_size(type_table[i].dtype),
+            mca_coll_gpurdma_output(0,
+                                    "MPI datatype %zu has extent %ld, the core expects %zu for %s; "
+                                    "gpurdma disabled",
+                                    i, (long)extent, gpurdma_dtype_size(type_table[i].dtype),
                                     gpurdma_dtype_name(type_table[i].dtype));
             checked = -1;
             break;
