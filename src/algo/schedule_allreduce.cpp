@@ -13,7 +13,7 @@ constexpr size_t kMaxCachedSchedules = 32;
 
 Status ScheduleAllreduce::start(const Call &call)
 {
-    start_schedule(schedule_for(call.count, reduce::dtype_size(call.dtype), call.in_place()), call);
+    start_schedule(schedule_for(call.count, reduce::dtype_size(call.dtype), call.in_place(), algorithm_), call);
     return Status::ok();
 }
 
@@ -23,14 +23,15 @@ void ScheduleAllreduce::start_schedule(const plan::Schedule &schedule, const Cal
     exec_.emplace(schedule, team_.router(), call.op, call.dtype, call.sendbuf, call.recvbuf);
 }
 
-const plan::Schedule &ScheduleAllreduce::schedule_for(size_t count, size_t elem_size, bool in_place)
+const plan::Schedule &ScheduleAllreduce::schedule_for(size_t count, size_t elem_size, bool in_place,
+                                                      plan::Algorithm algorithm)
 {
-    const auto key = std::make_tuple(count, elem_size, in_place);
+    const auto key = std::make_tuple(count, elem_size, in_place, algorithm);
     auto it = schedules_.find(key);
     if (it != schedules_.end()) return it->second;
     if (schedules_.size() >= kMaxCachedSchedules) schedules_.clear();
     return schedules_
-        .emplace(key, plan::build(team_.topology(), team_.rank(), count, elem_size, in_place, team_.plan()))
+        .emplace(key, plan::build(team_.topology(), team_.rank(), count, elem_size, in_place, algorithm, team_.plan()))
         .first->second;
 }
 

@@ -1,7 +1,7 @@
 // The schedule-driven allreduces: ring, recursive doubling and hierarchical, each a
-// plan::Schedule (chosen and built by the planner per message shape, cached) run by
-// exec::Executor over the host team's router (shared memory within a node, UCX
-// between nodes).
+// plan::Schedule (the algorithm chosen by algo::Selector per call, its schedule built
+// by the planner per message shape and cached) run by exec::Executor over the host
+// team's router (shared memory within a node, UCX between nodes).
 #pragma once
 
 #include <cstddef>
@@ -21,7 +21,13 @@ class ScheduleAllreduce : public Algorithm {
 public:
     explicit ScheduleAllreduce(HostTeam &team) : team_(team) {}
 
-    // The call's schedule from the cache (built on first use), and its executor.
+    // The algorithm the next start() builds (Ring, RecursiveDoubling or Hierarchical):
+    // Selector::choose sets it for every call before handing this object out.
+    void set_algorithm(plan::Algorithm algorithm) { algorithm_ = algorithm; }
+    plan::Algorithm algorithm() const { return algorithm_; }
+
+    // The call's schedule for the set algorithm from the cache (built on first use),
+    // and its executor.
     Status start(const Call &call) override;
     // Runs `schedule` (which must outlive the call) for `call` instead: set-up's
     // calibration ping-pong.
@@ -37,13 +43,15 @@ public:
     std::string describe_call() const override;  // "ring, 14 steps"
 
 private:
-    const plan::Schedule &schedule_for(size_t count, size_t elem_size, bool in_place);
+    const plan::Schedule &schedule_for(size_t count, size_t elem_size, bool in_place, plan::Algorithm algorithm);
     // The phase of the step waited on, and whether its peer is on this node.
     std::string stage() const;
     std::string describe_peer(int peer) const;
 
     HostTeam &team_;
-    std::map<std::tuple<size_t, size_t, bool>, plan::Schedule> schedules_;
+    plan::Algorithm algorithm_ = plan::Algorithm::Ring;  // the next call's, set by the selector
+    // By (count, elem_size, in_place, algorithm).
+    std::map<std::tuple<size_t, size_t, bool, plan::Algorithm>, plan::Schedule> schedules_;
     const plan::Schedule *schedule_ = nullptr;  // the current call's
     std::optional<exec::Executor> exec_;
 };

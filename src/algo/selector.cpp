@@ -5,6 +5,7 @@
 
 #include "base/text.h"
 #include "plan/planner.h"
+#include "reduce/reduce.h"
 #include "transport/shm_channels.h"
 
 namespace gpurdma::algo {
@@ -43,9 +44,11 @@ Selector::Selector(HostTeam &team) : team_(team)
         NodeAllreduce::direct_max(ranks, plan.small_msg_max), team.hosts());
 }
 
-Algorithm &Selector::choose(const Call &)
+Algorithm &Selector::choose(const Call &call)
 {
     if (node_) return *node_;
+    schedules_->set_algorithm(
+        plan::choose_algorithm(team_.topology(), call.count * reduce::dtype_size(call.dtype), team_.plan()));
     return *schedules_;
 }
 

@@ -26,7 +26,9 @@ public:
     // The team must be connected (and calibrated, if asked) and outlive the selector.
     explicit Selector(HostTeam &team);
 
-    // The algorithm object that takes this call.
+    // The algorithm object that takes this call, with its choice made: the node
+    // allreduce, or the schedules set to plan::choose_algorithm's algorithm for the
+    // call's message size (the parameter's forced choice, or the cost model's).
     Algorithm &choose(const Call &call);
 
     // The set-up summary at verbose 1 (rank 0): ranks, hosts, media, the choice over

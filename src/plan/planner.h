@@ -1,4 +1,7 @@
-// Pure planning: (group shape, message, parameters) -> schedule. No I/O.
+// Pure planning: (group shape, message, parameters) -> schedule. No I/O. The
+// choice of algorithm (cost model) and the dispatch to its builder live here; each
+// builder has a file of its own (plan/ring.h, plan/recursive_doubling.h,
+// plan/hierarchical.h), included below so that this header still declares them all.
 #pragma once
 
 #include <cstddef>
@@ -7,6 +10,9 @@
 
 #include "plan/algorithms.h"
 #include "plan/cost_model.h"
+#include "plan/hierarchical.h"  // build_hierarchical
+#include "plan/recursive_doubling.h"  // append_recursive_doubling
+#include "plan/ring.h"  // append_ring
 #include "plan/schedule.h"
 #include "topo/topology.h"
 
@@ -37,24 +43,14 @@ bool uses_node_allreduce(const topo::Topology &topo, const PlanParams &params);
 // small_msg_max that fit a slot), the ring, and hierarchical (nodes of several ranks).
 Algorithm choose_algorithm(const topo::Topology &topo, size_t bytes, const PlanParams &params);
 
-// Ring reduce-scatter + allgather of Recv[first, first + count) among the group,
-// pipelined in pieces of at most chunk_size bytes. The rank's own contribution is
-// read from `own` (Send or Recv), results land in Recv.
-void append_ring(std::vector<Step> &steps, const Group &g, Buf own, size_t first, size_t count, size_t elem_size,
-                 size_t chunk_size);
+// The schedule of `algorithm` (Ring, RecursiveDoubling or Hierarchical, as
+// choose_algorithm gives; anything else builds the ring) for one call: size 1 gives
+// a local copy, count 0 nothing to do, whatever the algorithm. RecursiveDoubling
+// needs the message to fit a slot (choose_algorithm sees to it).
+Schedule build(const topo::Topology &topo, int rank, size_t count, size_t elem_size, bool in_place, Algorithm algorithm,
+               const PlanParams &params);
 
-// Recursive doubling on Recv[first, first + count) in place (own data already in
-// Recv); ranks beyond the largest power of two fold in before and out after.
-void append_recursive_doubling(std::vector<Step> &steps, const Group &g, size_t first, size_t count, size_t elem_size);
-
-// Topology-aware: node reduce-scatter of S = max ranks-per-node slices to their
-// owners, allreduce of each slice among its owners on all nodes (one rail per
-// slice), node allgather; pipelined over blocks of S x chunk so that the stages of
-// consecutive blocks overlap. Handles nodes of different sizes.
-Schedule build_hierarchical(const topo::Topology &topo, int rank, size_t count, size_t elem_size,
-                            const PlanParams &params);
-
-// The schedule for one call: size 1 gives a local copy, count 0 nothing to do.
+// The same with choose_algorithm's choice for the message (tests, the simulator).
 Schedule build(const topo::Topology &topo, int rank, size_t count, size_t elem_size, bool in_place,
                const PlanParams &params);
 

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <map>
 #include <string>
+#include <tuple>
 
 #include "plan/neighbors.h"
 #include "plan/planner.h"
@@ -95,6 +96,58 @@ TEST(Planner, SchedulesCarryTheirAlgorithm)
     const auto two_nodes = gpurdma::topo::build_topology({"a", "a", "b", "b"}, "", &unused);
     EXPECT_EQ(build(two_nodes, 1, 1000, 4, false, p).algorithm, Algorithm::Hierarchical);
     EXPECT_EQ(build(1, 0, 1000, 4, false, p).algorithm, Algorithm::Auto);  // a local copy
+}
+
+static bool same_steps(const Schedule &a, const Schedule &b)
+{
+    auto key = [](const Step &s) {
+        return std::make_tuple(s.kind, s.phase, s.landed_first, s.peer, s.dst_buf, s.src_buf, s.dst_off, s.src_off,
+                               s.bytes);
+    };
+    if (a.algorithm != b.algorithm || a.rank != b.rank || a.size != b.size || a.bytes != b.bytes ||
+        a.elem_size != b.elem_size || a.steps.size() != b.steps.size())
+        return false;
+    for (size_t i = 0; i < a.steps.size(); ++i)
+        if (key(a.steps[i]) != key(b.steps[i])) return false;
+    return true;
+}
+
+TEST(Planner, BuildOfTheChosenAlgorithmIsTheChoosingBuild)
+{
+    // algo::Selector chooses (choose_algorithm) and ScheduleAllreduce builds that
+    // algorithm: the same schedules as build() choosing by itself, for every forced
+    // or auto parameter, the local cases included.
+    std::string unused;
+    const gpurdma::topo::Topology topos[] = {single_node(1), single_node(4),
+                                             gpurdma::topo::build_topology({"a", "a", "b", "b"}, "", &unused),
+                                             gpurdma::topo::build_topology({"a", "b", "b", "b", "c", "c"}, "", &unused),
+                                             gpurdma::topo::build_topology({"a", "b", "c"}, "", &unused)};
+    PlanParams p;
+    p.chunk_size = 1024;
+    p.small_msg_max = 512;
+    for (const auto &t : topos)
+        for (Algorithm forced : {Algorithm::Auto, Algorithm::Node, Algorithm::Ring, Algorithm::RecursiveDoubling,
+                                 Algorithm::Hierarchical}) {
+            p.algorithm = forced;
+            for (size_t count : {0ul, 1ul, 7ul, 64ul, 129ul, 256ul, 257ul, 5000ul})
+                for (bool in_place : {false, true})
+                    for (int r = 0; r < t.size; ++r) {
+                        const Algorithm a = choose_algorithm(t, count * 4, p);
+                        EXPECT_TRUE(
+                            same_steps(build(t, r, count, 4, in_place, a, p), build(t, r, count, 4, in_place, p)))
+                            << t.size << " ranks, " << algorithm_name(forced) << ", " << count << " x 4, rank " << r;
+                    }
+        }
+}
+
+TEST(Planner, BuildTakesTheAlgorithmGiven)
+{
+    std::string unused;
+    const auto two_nodes = gpurdma::topo::build_topology({"a", "a", "b", "b"}, "", &unused);
+    const PlanParams p;  // auto: ignored by the overload that is given the algorithm
+    for (Algorithm a : {Algorithm::Ring, Algorithm::RecursiveDoubling, Algorithm::Hierarchical})
+        EXPECT_EQ(build(two_nodes, 1, 100, 4, false, a, p).algorithm, a);
+    EXPECT_EQ(build(two_nodes, 1, 0, 4, false, Algorithm::Ring, p).algorithm, Algorithm::Auto);  // nothing to do
 }
 
 TEST(Planner, ChoosesByMessageSize)
