@@ -138,7 +138,7 @@ typedef struct gpurdma_config {
     double spin_us; /* a wait longer than this (microseconds) yields the core while it waits; negative:
                                  spin until done, unless the host's ranks cannot each have a CPU of their own */
     const char *gdr_level; /* farthest GPU-NIC path for GPUDirect RDMA: LOC, PIX, PXB, PHB or SYS
-                                 (NCCL_NET_GDR_LEVEL's scale); the string must outlive the context */
+                                 (NCCL_NET_GDR_LEVEL's scale); copied by the context */
     int ib_gid_index; /* RoCE/IB port GID index of our UCX context (NCCL_IB_GID_INDEX); -1: UCX's */
     int ib_tc; /* IB traffic class / RoCEv2 DSCP (NCCL_IB_TC), 0..255; -1: UCX's */
     int ib_sl; /* IB service level / RoCEv2 priority (NCCL_IB_SL), 0..15; -1: UCX's */
@@ -205,7 +205,7 @@ gpurdma_status_t gpurdma_config_set(gpurdma_config_t *config, int index, gpurdma
 /* Replaces every value the table (and the rules between parameters: slots x chunk_size
  * at most 1 GiB) does not allow by its default, with one warning each through
  * config->log at level 0: "coll_gpurdma_slots=0 is not in 1..64; using 4". Returns how
- * many were replaced. */
+ * many were replaced, or -1 if it could not check (out of memory). */
 int gpurdma_config_validate(gpurdma_config_t *config);
 
 /* ---- process context: one per process, shared by all communicators ---- */

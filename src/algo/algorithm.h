@@ -28,7 +28,9 @@ struct Call {
 
 class Algorithm : public exec::Task {
 public:
-    // Begins one call without waiting. Ok: drive it with exec::ProgressLoop until
+    // Begins one call without waiting for peers (an algorithm whose set-up depends on
+    // the first call's buffers, like the device allreduce, runs that collective set-up
+    // here once; every rank calls start for the same call). Ok: drive it with exec::ProgressLoop until
     // Done. Unsupported: the same answer on every rank, nothing sent; another path
     // takes the call. Another error: names the stage (and the peer, if any).
     virtual Status start(const Call &call) = 0;

@@ -6,6 +6,7 @@
 
 #include "core/comm.h"
 #include "core/context.h"
+#include "core/params.h"
 #include "gpu/cuda_driver.h"
 #include "gpurdma/gpurdma.h"
 
@@ -15,15 +16,15 @@ gpurdma_status_t gpurdma_context_create(const gpurdma_config_t *config, gpurdma_
 {
     if (!config || !out) return GPURDMA_ERR_INVALID;
     *out = nullptr;
-    if (config->slots < 1 || config->chunk_size < 64 || config->node_chunk_size < 64 || config->timeout_s <= 0)
-        return GPURDMA_ERR_INVALID;
-    // The cost model divides by the bandwidths; NaN would make every comparison false.
-    if (!(config->net_gbps > 0) || !(config->shm_gbps > 0) || !(config->reduce_gbps > 0) ||
-        !(config->net_alpha_us >= 0) || !(config->shm_alpha_us >= 0))
-        return GPURDMA_ERR_INVALID;
     gpurdma::Logger log(config->log, config->verbose);
-    if (!config->cuda) gpurdma::gpu::CudaDriver::disable();
     try {
+        // The parameter table's ranges (the shim has already replaced what was out of them).
+        const gpurdma::Status valid = gpurdma::params::check_config(*config);
+        if (!valid.is_ok()) {
+            log.log(0, "%s", valid.message().c_str());
+            return valid.code();
+        }
+        if (!config->cuda) gpurdma::gpu::CudaDriver::disable();
         std::unique_ptr<gpurdma_context> context;
         const gpurdma::Status st = gpurdma_context::create(*config, &context);
         if (!st.is_ok()) {
@@ -99,7 +100,12 @@ gpurdma_status_t gpurdma_memcpy(void *dst, const void *src, size_t bytes)
         std::memmove(dst, src, bytes);
         return GPURDMA_OK;
     }
-    return cuda.copy(dst, src, bytes, d.context ? d.context : s.context).is_ok() ? GPURDMA_OK : GPURDMA_ERR_TRANSPORT;
+    try {
+        return cuda.copy(dst, src, bytes, d.context ? d.context : s.context).is_ok() ? GPURDMA_OK
+                                                                                     : GPURDMA_ERR_TRANSPORT;
+    } catch (const std::bad_alloc &) {
+        return GPURDMA_ERR_NO_RESOURCE;
+    }
 }
 
 const char *gpurdma_comm_last_error(const gpurdma_comm_t *comm)

@@ -97,6 +97,20 @@ Status gpurdma_comm::host_allreduce(const gpurdma::algo::Call &call)
     return Status::ok();
 }
 
+const gpurdma::exec::ProgressLoop &gpurdma_comm::device_loop()
+{
+    // The host's policy (placement-based spin or yield) once its team has decided it;
+    // until then the placement is unknown, so yield when idle, as device waits always did.
+    const bool from_team = team_ != nullptr;
+    if (!device_loop_ || device_loop_from_team_ != from_team) {
+        gpurdma::exec::WaitPolicy policy{true, context->config.spin_us, context->config.timeout_s};
+        if (team_) policy = team_->loop().policy();
+        device_loop_.emplace(policy, gpurdma::exec::WaitSite{name, rank, context->host});
+        device_loop_from_team_ = from_team;
+    }
+    return *device_loop_;
+}
+
 // GPU buffers: the device allreduce under the same progress loop as every other
 // algorithm, or, where it is unsupported or declined (the same on every rank),
 // staging through host memory and the host path.
@@ -117,11 +131,7 @@ gpurdma_status_t gpurdma_comm::device_allreduce(const gpurdma::algo::Call &call)
     }
     Status st = device_->start(call);
     if (st.is_ok()) {
-        // The host's wait policy once the host path has decided it; before, the spin budget alone.
-        gpurdma::exec::WaitPolicy policy{false, context->config.spin_us, context->config.timeout_s};
-        if (team_) policy = team_->loop().policy();
-        const gpurdma::exec::ProgressLoop loop(policy, {name, rank, context->host});
-        st = loop.run(*device_);
+        st = device_loop().run(*device_);
         if (st.is_ok()) {
             device_->finish();
             tally(&gpurdma_comm_stats_t::calls);

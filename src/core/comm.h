@@ -6,12 +6,14 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "algo/algorithm.h"
 #include "base/status.h"
 #include "core/context.h"
+#include "exec/progress.h"
 #include "gpu/device_allreduce.h"
 #include "gpu/host_staging.h"
 #include "gpurdma/gpurdma.h"
@@ -52,6 +54,10 @@ private:
     std::unique_ptr<gpurdma::algo::Selector> selector_;  // released before the team it uses
     // GPU buffers: the device allreduce, or host staging where it declines (the same on every rank).
     gpurdma_status_t device_allreduce(const gpurdma::algo::Call &call);
+    // The device path's wait loop, made once (and again once the host team has decided the host's policy).
+    const gpurdma::exec::ProgressLoop &device_loop();
+    std::optional<gpurdma::exec::ProgressLoop> device_loop_;
+    bool device_loop_from_team_ = false;
     gpurdma::gpu::HostStaging staging_;  // host copies of GPU buffers, kept between calls
     std::unique_ptr<gpurdma::gpu::DeviceAllreduce> device_;  // last: released first
 };

@@ -100,11 +100,16 @@ void set_default(const gpurdma_param_info_t &p, gpurdma_config_t &c)
     }
 }
 
+// Each peer channel holds slots x chunk_size: 64 x 64 MiB would ask for 4 GiB per peer.
+bool channels_too_large(const gpurdma_config_t &c)
+{
+    return static_cast<size_t>(c.slots) * c.chunk_size > (size_t{1} << 30);
+}
+
 // The rules between parameters, after each has been checked on its own.
 int check_combinations(gpurdma_config_t &c, const gpurdma::Logger &log)
 {
-    // Each peer channel holds slots x chunk_size: 64 x 64 MiB would ask for 4 GiB per peer.
-    if (static_cast<size_t>(c.slots) * c.chunk_size > (size_t{1} << 30)) {
+    if (channels_too_large(c)) {
         gpurdma_config_t d;
         gpurdma_config_default(&d);
         log.log(0, "coll_gpurdma_slots=%d x coll_gpurdma_chunk_size=%zu is over 1 GiB per peer; using %d slots",
@@ -115,7 +120,47 @@ int check_combinations(gpurdma_config_t &c, const gpurdma::Logger &log)
     return 0;
 }
 
+// gpurdma_config_validate's work: each row on its own, then the rules between rows.
+int validate(gpurdma_config_t &config)
+{
+    // Warnings are level 0: printed whatever the verbosity.
+    const gpurdma::Logger log(config.log, std::max(config.verbose, 0));
+    int replaced = 0;
+    for (size_t i = 0; i < gpurdma::params::count(); ++i) {
+        const gpurdma_param_info_t &p = gpurdma::params::row(i);
+        std::string shown, fallback;
+        if (check(p, config, &shown, &fallback)) continue;
+        const std::string complaint =
+            p.type == GPURDMA_PARAM_ENUM ? names_complaint(p) : (p.complaint ? p.complaint : "is not valid");
+        log.log(0, "coll_gpurdma_%s=%s %s; using %s", p.name, shown.c_str(), complaint.c_str(), fallback.c_str());
+        set_default(p, config);
+        ++replaced;
+    }
+    return replaced + check_combinations(config, log);
+}
+
 }  // namespace
+
+namespace gpurdma::params {
+
+Status check_config(const gpurdma_config_t &config)
+{
+    for (size_t i = 0; i < count(); ++i) {
+        const gpurdma_param_info_t &p = row(i);
+        std::string shown, fallback;
+        if (check(p, config, &shown, &fallback)) continue;
+        const std::string complaint =
+            p.type == GPURDMA_PARAM_ENUM ? names_complaint(p) : (p.complaint ? p.complaint : "is not valid");
+        return Status::error(GPURDMA_ERR_INVALID,
+                             "coll_gpurdma_" + std::string(p.name) + "=" + shown + " " + complaint);
+    }
+    if (channels_too_large(config))
+        return Status::error(GPURDMA_ERR_INVALID,
+                             "coll_gpurdma_slots x coll_gpurdma_chunk_size is over 1 GiB per peer");
+    return Status::ok();
+}
+
+}  // namespace gpurdma::params
 
 extern "C" {
 
@@ -154,20 +199,11 @@ gpurdma_status_t gpurdma_config_set(gpurdma_config_t *config, int index, gpurdma
 int gpurdma_config_validate(gpurdma_config_t *config)
 {
     if (!config) return 0;
-    // Warnings are level 0: printed whatever the verbosity.
-    const gpurdma::Logger log(config->log, std::max(config->verbose, 0));
-    int replaced = 0;
-    for (size_t i = 0; i < gpurdma::params::count(); ++i) {
-        const gpurdma_param_info_t &p = gpurdma::params::row(i);
-        std::string shown, fallback;
-        if (check(p, *config, &shown, &fallback)) continue;
-        const std::string complaint =
-            p.type == GPURDMA_PARAM_ENUM ? names_complaint(p) : (p.complaint ? p.complaint : "is not valid");
-        log.log(0, "coll_gpurdma_%s=%s %s; using %s", p.name, shown.c_str(), complaint.c_str(), fallback.c_str());
-        set_default(p, *config);
-        ++replaced;
+    try {
+        return validate(*config);
+    } catch (...) {  // the exception barrier: nothing crosses into C
+        return -1;
     }
-    return replaced + check_combinations(*config, log);
 }
 
 }  // extern "C"

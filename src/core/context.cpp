@@ -13,12 +13,14 @@ gpurdma_context::gpurdma_context(const gpurdma_config_t &c)
       ucx_tls(c.ucx_tls ? c.ucx_tls : ""),
       logical_nodes(c.logical_nodes ? c.logical_nodes : ""),
       net_devices(c.net_devices ? c.net_devices : ""),
+      gdr_level(c.gdr_level ? c.gdr_level : "PXB"),
       log(c.log, c.verbose)
 {
     config.algorithm = algorithm_text.c_str();
     config.ucx_tls = ucx_tls.c_str();
     config.logical_nodes = logical_nodes.c_str();
     config.net_devices = net_devices.c_str();
+    config.gdr_level = gdr_level.c_str();  // the caller's strings need not outlive the context
 }
 
 gpurdma::Status gpurdma_context::create(const gpurdma_config_t &c, std::unique_ptr<gpurdma_context> *out)

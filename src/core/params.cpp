@@ -251,7 +251,6 @@ const gpurdma_param_info_t *gpurdma_param_info(int index)
 }
 
 // Each is a spelling plan::parse_algorithm takes (tests/unit/test_params.cpp checks it).
-// When plan/algorithms.h owns the names table (issue 15), only this function changes.
 const char *gpurdma_algorithm_name(int index)
 {
     // The names live in plan/algorithms.cpp's table, with the algorithms themselves.

@@ -3,12 +3,14 @@
 // gpurdma_config_t). It drives the defaults and validation (config.cpp), the set-up
 // agreement (below), the MCA registration in the shim (through the C API in
 // gpurdma.h) and the README's parameter table check (contrib/check-readme-params.sh).
-// Adding a parameter touches this table and the gpurdma_config_t field it fills.
+// Adding a parameter: a row in the table, its gpurdma_config_t field, its README row
+// (the check fails until it is there), and whatever code reads the value.
 #pragma once
 
 #include <cstddef>
 #include <string>
 
+#include "base/status.h"
 #include "gpurdma/gpurdma.h"
 #include "setup/wire.h"
 
@@ -26,6 +28,11 @@ template <typename T> const T &field(const gpurdma_config_t &config, const gpurd
 {
     return *reinterpret_cast<const T *>(reinterpret_cast<const char *>(&config) + p.offset);
 }
+
+// Whether every parameter is within its row's range and the rules between them hold:
+// GPURDMA_ERR_INVALID naming the first that is not ("coll_gpurdma_slots=0 is not in
+// 1..64"). Unlike gpurdma_config_validate, nothing is replaced or printed.
+Status check_config(const gpurdma_config_t &config);
 
 // The values every rank of a communicator must share (they shape the plan), appended
 // to this rank's set-up record.

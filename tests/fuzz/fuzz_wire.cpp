@@ -1,4 +1,4 @@
-// libFuzzer target: the set-up record reader (src/core/wire.h) on arbitrary bytes,
+// libFuzzer target: the set-up record reader (src/setup/wire.h) on arbitrary bytes,
 // reading the two record layouts gpurdma exchanges (round 1: u32 u32 u64 str str;
 // round 2: u32 str str u64 str). Every read must stay in bounds (ASan checks) and a
 // record that reads fully must round-trip through the Writer byte for byte.
