@@ -1,5 +1,6 @@
 #include "algo/calibration.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <vector>
