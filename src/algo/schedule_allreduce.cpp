@@ -71,12 +71,9 @@ std::string ScheduleAllreduce::describe_failure() const
 uint64_t gpurdma_comm_stats_t::*ScheduleAllreduce::counter() const
 {
     switch (schedule_->algorithm) {
-        case plan::Algorithm::Ring:
-            return &gpurdma_comm_stats_t::ring_calls;
-        case plan::Algorithm::Hierarchical:
-            return &gpurdma_comm_stats_t::hier_calls;
-        default:
-            return &gpurdma_comm_stats_t::rd_calls;
+        case plan::Algorithm::Ring: return &gpurdma_comm_stats_t::ring_calls;
+        case plan::Algorithm::Hierarchical: return &gpurdma_comm_stats_t::hier_calls;
+        default: return &gpurdma_comm_stats_t::rd_calls;
     }
 }
 

@@ -22,10 +22,8 @@ public:
         va_start(ap, fmt);
         vsnprintf(text, sizeof text, fmt, ap);
         va_end(ap);
-        if (fn_)
-            fn_(level, text);
-        else
-            std::fprintf(stderr, "gpurdma: %s\n", text);
+        if (fn_) fn_(level, text);
+        else std::fprintf(stderr, "gpurdma: %s\n", text);
     }
 
 private:

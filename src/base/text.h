@@ -14,10 +14,8 @@ inline std::string format_bytes(size_t bytes)
     char text[64];
     if (bytes >= (size_t{1} << 20) && bytes % (size_t{1} << 20) == 0)
         std::snprintf(text, sizeof text, "%zu MiB", bytes >> 20);
-    else if (bytes >= 1024 && bytes % 1024 == 0)
-        std::snprintf(text, sizeof text, "%zu KiB", bytes >> 10);
-    else
-        std::snprintf(text, sizeof text, "%zu B", bytes);
+    else if (bytes >= 1024 && bytes % 1024 == 0) std::snprintf(text, sizeof text, "%zu KiB", bytes >> 10);
+    else std::snprintf(text, sizeof text, "%zu B", bytes);
     return text;
 }
 

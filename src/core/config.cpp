@@ -84,19 +84,11 @@ bool check(const gpurdma_param_info_t &p, const gpurdma_config_t &c, std::string
 void set_default(const gpurdma_param_info_t &p, gpurdma_config_t &c)
 {
     switch (p.type) {
-        case GPURDMA_PARAM_INT:
-            field<int>(c, p) = static_cast<int>(p.default_number);
-            break;
-        case GPURDMA_PARAM_SIZE:
-            field<size_t>(c, p) = static_cast<size_t>(p.default_number);
-            break;
-        case GPURDMA_PARAM_DOUBLE:
-            field<double>(c, p) = p.default_number;
-            break;
+        case GPURDMA_PARAM_INT: field<int>(c, p) = static_cast<int>(p.default_number); break;
+        case GPURDMA_PARAM_SIZE: field<size_t>(c, p) = static_cast<size_t>(p.default_number); break;
+        case GPURDMA_PARAM_DOUBLE: field<double>(c, p) = p.default_number; break;
         case GPURDMA_PARAM_STRING:
-        case GPURDMA_PARAM_ENUM:
-            field<const char *>(c, p) = p.default_text;
-            break;
+        case GPURDMA_PARAM_ENUM: field<const char *>(c, p) = p.default_text; break;
     }
 }
 
@@ -179,19 +171,11 @@ gpurdma_status_t gpurdma_config_set(gpurdma_config_t *config, int index, gpurdma
     const gpurdma_param_info_t *p = gpurdma_param_info(index);
     if (!config || !p) return GPURDMA_ERR_INVALID;
     switch (p->type) {
-        case GPURDMA_PARAM_INT:
-            field<int>(*config, *p) = value.i;
-            break;
-        case GPURDMA_PARAM_SIZE:
-            field<size_t>(*config, *p) = value.size;
-            break;
-        case GPURDMA_PARAM_DOUBLE:
-            field<double>(*config, *p) = value.d;
-            break;
+        case GPURDMA_PARAM_INT: field<int>(*config, *p) = value.i; break;
+        case GPURDMA_PARAM_SIZE: field<size_t>(*config, *p) = value.size; break;
+        case GPURDMA_PARAM_DOUBLE: field<double>(*config, *p) = value.d; break;
         case GPURDMA_PARAM_STRING:
-        case GPURDMA_PARAM_ENUM:
-            field<const char *>(*config, *p) = value.text ? value.text : "";
-            break;
+        case GPURDMA_PARAM_ENUM: field<const char *>(*config, *p) = value.text ? value.text : ""; break;
     }
     return GPURDMA_OK;
 }

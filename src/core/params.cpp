@@ -170,14 +170,10 @@ uint64_t bits(double v)
 uint64_t wire_number(const gpurdma_config_t &c, const gpurdma_param_info_t &p)
 {
     switch (p.type) {
-        case GPURDMA_PARAM_INT:
-            return static_cast<uint64_t>(static_cast<int64_t>(field<int>(c, p)));
-        case GPURDMA_PARAM_SIZE:
-            return field<size_t>(c, p);
-        case GPURDMA_PARAM_DOUBLE:
-            return bits(field<double>(c, p));
-        default:
-            return 0;
+        case GPURDMA_PARAM_INT: return static_cast<uint64_t>(static_cast<int64_t>(field<int>(c, p)));
+        case GPURDMA_PARAM_SIZE: return field<size_t>(c, p);
+        case GPURDMA_PARAM_DOUBLE: return bits(field<double>(c, p));
+        default: return 0;
     }
 }
 
@@ -208,10 +204,8 @@ void write_agreed(wire::Writer &record, const gpurdma_config_t &config)
 {
     for (const auto &p : kTable) {
         if (!p.agreed) continue;
-        if (is_text(p))
-            record.str(wire_text(config, p));
-        else
-            record.u64(wire_number(config, p));
+        if (is_text(p)) record.str(wire_text(config, p));
+        else record.u64(wire_number(config, p));
     }
 }
 

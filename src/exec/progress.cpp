@@ -55,10 +55,8 @@ Status ProgressLoop::run(Task &task) const
         // peer we wait for gets to run. A wait longer than the spin budget means the
         // peer is not running either (other "nodes" or jobs share the cores): yield too.
         ++idle;
-        if (yielding)
-            std::this_thread::yield();
-        else if (idle > 64)
-            cpu_relax();  // the first polls at full speed: the peer is usually close
+        if (yielding) std::this_thread::yield();
+        else if (idle > 64) cpu_relax();  // the first polls at full speed: the peer is usually close
         if (idle % 16 != 1) continue;
         const auto now = std::chrono::steady_clock::now();
         if (!idle_clock) {

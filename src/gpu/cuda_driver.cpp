@@ -131,10 +131,8 @@ PointerInfo CudaDriver::query(const void *ptr) const
     void *data[] = {&type, &id, &managed, &ctx, &ordinal};
     const auto addr = reinterpret_cast<CUdeviceptr>(ptr);
     if (api_.pointer_get_attributes(5, attrs, data, addr) != 0) return info;
-    if (managed)
-        info.kind = MemoryKind::Managed;
-    else if (type == kMemoryTypeDevice || type == kMemoryTypeUnified)
-        info.kind = MemoryKind::Device;
+    if (managed) info.kind = MemoryKind::Managed;
+    else if (type == kMemoryTypeDevice || type == kMemoryTypeUnified) info.kind = MemoryKind::Device;
     info.buffer_id = id;
     info.context = ctx;
     info.device = ordinal;

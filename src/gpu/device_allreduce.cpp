@@ -67,10 +67,8 @@ DeviceAllreduce::~DeviceAllreduce() = default;
 Status DeviceAllreduce::set_up(const PointerInfo &first_buffer)
 {
     const Status st = DeviceTeam::create(setup_, first_buffer, &team_);
-    if (st.is_ok())
-        team_state_ = Team::Ready;
-    else if (st.is_unsupported())
-        team_state_ = Team::Staged;
+    if (st.is_ok()) team_state_ = Team::Ready;
+    else if (st.is_unsupported()) team_state_ = Team::Staged;
     return st;
 }
 
@@ -177,14 +175,10 @@ exec::State DeviceAllreduce::advance()
                 if (!stream_finished()) return now();
                 enter(Step::Done);
                 continue;
-            case Step::Done:
-                return exec::State::Done;
-            case Step::Failed:
-                return exec::State::Failed;
-            case Step::Declined:
-                return exec::State::Declined;
-            case Step::Idle:
-                break;
+            case Step::Done: return exec::State::Done;
+            case Step::Failed: return exec::State::Failed;
+            case Step::Declined: return exec::State::Declined;
+            case Step::Idle: break;
         }
         failure_ = "device allreduce: advanced without a started call";
         step_ = Step::Failed;
@@ -340,18 +334,13 @@ void DeviceAllreduce::finish()
 const char *DeviceAllreduce::stage_name() const
 {
     switch (step_) {
-        case Step::Posted:
-            return "device post";
+        case Step::Posted: return "device post";
         case Step::Reducing:
-        case Step::Reduced:
-            return "device reduce-scatter";
+        case Step::Reduced: return "device reduce-scatter";
         case Step::Gathering:
-        case Step::Gathered:
-            return "device allgather";
-        case Step::Copying:
-            return "device copy";
-        default:
-            return "device allreduce";
+        case Step::Gathered: return "device allgather";
+        case Step::Copying: return "device copy";
+        default: return "device allreduce";
     }
 }
 
@@ -361,16 +350,11 @@ std::string DeviceAllreduce::describe_wait() const
     switch (step_) {
         case Step::Posted:
         case Step::Reduced:
-        case Step::Gathered:
-            return stage + ", waiting for " + team_->describe(peer_);
-        case Step::Reducing:
-            return stage + ", waiting for this rank's reduce-scatter kernel";
-        case Step::Gathering:
-            return stage + ", waiting for this rank's allgather copies";
-        case Step::Copying:
-            return stage + ", waiting for the copy on the GPU";
-        default:
-            return stage;
+        case Step::Gathered: return stage + ", waiting for " + team_->describe(peer_);
+        case Step::Reducing: return stage + ", waiting for this rank's reduce-scatter kernel";
+        case Step::Gathering: return stage + ", waiting for this rank's allgather copies";
+        case Step::Copying: return stage + ", waiting for the copy on the GPU";
+        default: return stage;
     }
 }
 

@@ -80,8 +80,7 @@ Status DeviceTeam::create(const DeviceSetup &setup, const PointerInfo &buffer, s
         *team = std::move(t);
         return Status::ok();
     }
-    if (!one_node)
-        t->log_inter_node_verdict();
+    if (!one_node) t->log_inter_node_verdict();
     else if (setup.rank == 0 && logs(setup, 1))
         setup.log->log(1, "%s: device buffers: staged through host memory (%s)", setup.name.c_str(),
                        verdict.message().c_str());

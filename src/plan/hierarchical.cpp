@@ -53,10 +53,8 @@ Schedule build_hierarchical(const topo::Topology &t, int rank, size_t count, siz
             const Range r = slice_of(b, sl);
             if (!r.count || owner(t, node, sl) != rank) continue;
             const Group g = rail(t, sl, node);
-            if (r.count * elem <= params.small_msg_max)
-                append_recursive_doubling(s.steps, g, r.first, r.count, elem);
-            else
-                append_ring(s.steps, g, Buf::Recv, r.first, r.count, elem, params.chunk_size);
+            if (r.count * elem <= params.small_msg_max) append_recursive_doubling(s.steps, g, r.first, r.count, elem);
+            else append_ring(s.steps, g, Buf::Recv, r.first, r.count, elem, params.chunk_size);
         }
     };
     auto node_allgather = [&](size_t b) {

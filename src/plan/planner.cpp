@@ -20,15 +20,11 @@ Algorithm choose_algorithm(const topo::Topology &topo, size_t bytes, const PlanP
     const bool fits_slot = bytes <= params.chunk_size;
     const bool multi_level = topo.nodes() > 1 && topo.max_ppn() > 1;
     switch (params.algorithm) {
-        case Algorithm::Ring:
-            return Algorithm::Ring;
-        case Algorithm::RecursiveDoubling:
-            return fits_slot ? Algorithm::RecursiveDoubling : Algorithm::Ring;
-        case Algorithm::Hierarchical:
-            return Algorithm::Hierarchical;
+        case Algorithm::Ring: return Algorithm::Ring;
+        case Algorithm::RecursiveDoubling: return fits_slot ? Algorithm::RecursiveDoubling : Algorithm::Ring;
+        case Algorithm::Hierarchical: return Algorithm::Hierarchical;
         case Algorithm::Auto:
-        case Algorithm::Node:
-            break;  // node: schedules as auto where the node path does not apply
+        case Algorithm::Node: break;  // node: schedules as auto where the node path does not apply
     }
     // Ties go to recursive doubling, then hierarchical: fewer messages.
     Algorithm best = Algorithm::Ring;
@@ -63,8 +59,7 @@ Schedule build(const topo::Topology &t, int rank, size_t count, size_t elem, boo
     for (int r = 0; r < size; ++r) all.ranks.push_back(r);
     all.me = rank;
     switch (algorithm) {
-        case Algorithm::Hierarchical:
-            return build_hierarchical(t, rank, count, elem, params);
+        case Algorithm::Hierarchical: return build_hierarchical(t, rank, count, elem, params);
         case Algorithm::RecursiveDoubling: {
             Schedule s = empty_schedule(Algorithm::RecursiveDoubling, size, rank, count, elem);
             if (!in_place) s.steps.push_back(local_copy(0, bytes));

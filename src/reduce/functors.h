@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "gpurdma/gpurdma.h"
 #include "reduce/element_types.h"
 
 #if defined(__CUDACC__)
@@ -219,6 +220,46 @@ struct MinLoc {
         if (b.v < a.v) return b;
         return b.i < a.i ? b : a;
     }
+};
+
+// The functor of each MPI op, for the host kernels (type_map.h) and the device kernels
+// (reduce_cuda.cu) alike.
+template <int O> struct OpFunctor;
+template <> struct OpFunctor<GPURDMA_SUM> {
+    using type = Sum;
+};
+template <> struct OpFunctor<GPURDMA_PROD> {
+    using type = Prod;
+};
+template <> struct OpFunctor<GPURDMA_MIN> {
+    using type = Min;
+};
+template <> struct OpFunctor<GPURDMA_MAX> {
+    using type = Max;
+};
+template <> struct OpFunctor<GPURDMA_LAND> {
+    using type = LAnd;
+};
+template <> struct OpFunctor<GPURDMA_LOR> {
+    using type = LOr;
+};
+template <> struct OpFunctor<GPURDMA_LXOR> {
+    using type = LXor;
+};
+template <> struct OpFunctor<GPURDMA_BAND> {
+    using type = BAnd;
+};
+template <> struct OpFunctor<GPURDMA_BOR> {
+    using type = BOr;
+};
+template <> struct OpFunctor<GPURDMA_BXOR> {
+    using type = BXor;
+};
+template <> struct OpFunctor<GPURDMA_MAXLOC> {
+    using type = MaxLoc;
+};
+template <> struct OpFunctor<GPURDMA_MINLOC> {
+    using type = MinLoc;
 };
 
 }  // namespace gpurdma::reduce

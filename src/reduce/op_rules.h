@@ -20,20 +20,13 @@ constexpr bool valid_op(gpurdma_op_t op, Kind kind)
     const bool bitwise = op == GPURDMA_BAND || op == GPURDMA_BOR || op == GPURDMA_BXOR;
     const bool loc = op == GPURDMA_MAXLOC || op == GPURDMA_MINLOC;
     switch (kind) {
-        case Kind::Integer:
-            return arith || minmax || logical || bitwise;
-        case Kind::Floating:
-            return arith || minmax;
-        case Kind::Logical:
-            return logical;
-        case Kind::Byte:
-            return bitwise;
-        case Kind::Complex:
-            return arith;
-        case Kind::Pair:
-            return loc;
-        case Kind::None:
-            return false;
+        case Kind::Integer: return arith || minmax || logical || bitwise;
+        case Kind::Floating: return arith || minmax;
+        case Kind::Logical: return logical;
+        case Kind::Byte: return bitwise;
+        case Kind::Complex: return arith;
+        case Kind::Pair: return loc;
+        case Kind::None: return false;
     }
     return false;
 }

@@ -89,43 +89,7 @@ template <> struct DevType<GPURDMA_FLOAT16> {
     using type = Half<CudaHalf>;
 };
 
-template <int O> struct DevOp;
-template <> struct DevOp<GPURDMA_SUM> {
-    using type = Sum;
-};
-template <> struct DevOp<GPURDMA_PROD> {
-    using type = Prod;
-};
-template <> struct DevOp<GPURDMA_MIN> {
-    using type = Min;
-};
-template <> struct DevOp<GPURDMA_MAX> {
-    using type = Max;
-};
-template <> struct DevOp<GPURDMA_LAND> {
-    using type = LAnd;
-};
-template <> struct DevOp<GPURDMA_LOR> {
-    using type = LOr;
-};
-template <> struct DevOp<GPURDMA_LXOR> {
-    using type = LXor;
-};
-template <> struct DevOp<GPURDMA_BAND> {
-    using type = BAnd;
-};
-template <> struct DevOp<GPURDMA_BOR> {
-    using type = BOr;
-};
-template <> struct DevOp<GPURDMA_BXOR> {
-    using type = BXor;
-};
-template <> struct DevOp<GPURDMA_MAXLOC> {
-    using type = MaxLoc;
-};
-template <> struct DevOp<GPURDMA_MINLOC> {
-    using type = MinLoc;
-};
+template <int O> using DevOp = OpFunctor<O>;  // functors.h
 
 // 16 bytes seen as elements: one 128-bit load per source per step.
 template <typename T> union Vec {

@@ -48,27 +48,20 @@ constexpr Kind kind_of(gpurdma_dtype_t d)
         case GPURDMA_INT32:
         case GPURDMA_UINT32:
         case GPURDMA_INT64:
-        case GPURDMA_UINT64:
-            return Kind::Integer;
+        case GPURDMA_UINT64: return Kind::Integer;
         case GPURDMA_FLOAT:
         case GPURDMA_DOUBLE:
-        case GPURDMA_FLOAT16:
-            return Kind::Floating;
-        case GPURDMA_BOOL:
-            return Kind::Logical;
-        case GPURDMA_BYTE:
-            return Kind::Byte;
+        case GPURDMA_FLOAT16: return Kind::Floating;
+        case GPURDMA_BOOL: return Kind::Logical;
+        case GPURDMA_BYTE: return Kind::Byte;
         case GPURDMA_FLOAT_COMPLEX:
-        case GPURDMA_DOUBLE_COMPLEX:
-            return Kind::Complex;
+        case GPURDMA_DOUBLE_COMPLEX: return Kind::Complex;
         case GPURDMA_FLOAT_INT:
         case GPURDMA_DOUBLE_INT:
         case GPURDMA_LONG_INT:
         case GPURDMA_2INT:
-        case GPURDMA_SHORT_INT:
-            return Kind::Pair;
-        default:
-            return Kind::None;  // long double family, out of range
+        case GPURDMA_SHORT_INT: return Kind::Pair;
+        default: return Kind::None;  // long double family, out of range
     }
 }
 

@@ -95,16 +95,12 @@ using Table = std::array<Kernel, kOps * kDtypes>;
 const Table *table_of(Isa isa)
 {
     switch (isa) {
-        case Isa::Baseline:
-            return &baseline::kTable;
+        case Isa::Baseline: return &baseline::kTable;
 #if GPURDMA_X86_VARIANTS
-        case Isa::Avx2:
-            return &avx2::kTable;
-        case Isa::Avx512:
-            return &avx512::kTable;
+        case Isa::Avx2: return &avx2::kTable;
+        case Isa::Avx512: return &avx512::kTable;
 #endif
-        default:
-            return nullptr;
+        default: return nullptr;
     }
 }
 
@@ -170,14 +166,10 @@ Isa dispatched_isa()
 const char *isa_name(Isa isa)
 {
     switch (isa) {
-        case Isa::Baseline:
-            return "baseline";
-        case Isa::Avx2:
-            return "avx2";
-        case Isa::Avx512:
-            return "avx512f";
-        default:
-            return "unknown";
+        case Isa::Baseline: return "baseline";
+        case Isa::Avx2: return "avx2";
+        case Isa::Avx512: return "avx512f";
+        default: return "unknown";
     }
 }
 

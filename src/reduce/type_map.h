@@ -55,43 +55,7 @@ template <> struct Dtype<GPURDMA_FLOAT16> : Layout<Half<SoftHalf>, Kind::Floatin
 
 static_assert(sizeof(bool) == 1, "C _Bool is read as one byte");
 
-template <gpurdma_op_t O> struct Op;
-template <> struct Op<GPURDMA_SUM> {
-    using type = Sum;
-};
-template <> struct Op<GPURDMA_PROD> {
-    using type = Prod;
-};
-template <> struct Op<GPURDMA_MIN> {
-    using type = Min;
-};
-template <> struct Op<GPURDMA_MAX> {
-    using type = Max;
-};
-template <> struct Op<GPURDMA_LAND> {
-    using type = LAnd;
-};
-template <> struct Op<GPURDMA_LOR> {
-    using type = LOr;
-};
-template <> struct Op<GPURDMA_LXOR> {
-    using type = LXor;
-};
-template <> struct Op<GPURDMA_BAND> {
-    using type = BAnd;
-};
-template <> struct Op<GPURDMA_BOR> {
-    using type = BOr;
-};
-template <> struct Op<GPURDMA_BXOR> {
-    using type = BXor;
-};
-template <> struct Op<GPURDMA_MAXLOC> {
-    using type = MaxLoc;
-};
-template <> struct Op<GPURDMA_MINLOC> {
-    using type = MinLoc;
-};
+template <gpurdma_op_t O> using Op = OpFunctor<O>;  // functors.h
 
 // The MPI standard's table of valid (op, type-group) pairs, C types only.
 constexpr bool valid(gpurdma_op_t op, Kind kind)

@@ -197,8 +197,7 @@ std::string WaitDecision::describe() const
 {
     std::ostringstream s;
     s << (yield ? "yield when idle: " : "spin: ") << ranks << (ranks == 1 ? " rank" : " ranks");
-    if (own_cpu < ranks)
-        s << ", only " << own_cpu << " with a CPU of their own (masks cover " << cpus << " CPUs)";
+    if (own_cpu < ranks) s << ", only " << own_cpu << " with a CPU of their own (masks cover " << cpus << " CPUs)";
     else
         s << (ranks == 1 ? " on a CPU of its own" : ", each on a CPU of its own") << " (masks cover " << cpus
           << " CPUs)";

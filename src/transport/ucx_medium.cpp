@@ -39,10 +39,8 @@ Status UcxMedium::setup(wire::Writer &record)
     if (!peers_(rank_).empty()) {
         std::string why;
         context_ = start_(&why);
-        if (!context_)
-            made = Status::unsupported(why);
-        else
-            made = UcxChannels::create(*context_, rank_, size_, peers_, slots_, slot_size_, &channels_);
+        if (!context_) made = Status::unsupported(why);
+        else made = UcxChannels::create(*context_, rank_, size_, peers_, slots_, slot_size_, &channels_);
     }
     write_info(record, channels_ ? channels_->local_info() : UcxPeerInfo{});
     return made;

@@ -161,23 +161,12 @@ int cuPointerGetAttributes(unsigned n, int *attrs, void **data, unsigned long lo
     const Alloc *a = find(ptr);
     for (unsigned i = 0; i < n; ++i) {
         switch (attrs[i]) {
-            case 1:
-                *static_cast<void **>(data[i]) = a ? kContext : nullptr;
-                break;
-            case 2:
-                *static_cast<unsigned *>(data[i]) = a ? 2 : 0;
-                break;
-            case 7:
-                *static_cast<unsigned long long *>(data[i]) = a ? a->id : 0;
-                break;
-            case 8:
-                *static_cast<unsigned *>(data[i]) = 0;
-                break;
-            case 9:
-                *static_cast<int *>(data[i]) = a ? 0 : -1;
-                break;
-            default:
-                return 1;
+            case 1: *static_cast<void **>(data[i]) = a ? kContext : nullptr; break;
+            case 2: *static_cast<unsigned *>(data[i]) = a ? 2 : 0; break;
+            case 7: *static_cast<unsigned long long *>(data[i]) = a ? a->id : 0; break;
+            case 8: *static_cast<unsigned *>(data[i]) = 0; break;
+            case 9: *static_cast<int *>(data[i]) = a ? 0 : -1; break;
+            default: return 1;
         }
     }
     return 0;

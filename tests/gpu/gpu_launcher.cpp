@@ -324,10 +324,8 @@ int launch(const Options &opt, int np)
             std::exit(rc);  // not run_ranks' _exit: leak checkers (LSan) run at exit
         },
         opt.limit_s);
-    if (result.timed_out)
-        std::printf("FAIL: np %d still running after %.0f s; killing the ranks\n", np, opt.limit_s);
-    else if (result.failed)
-        std::printf("FAIL: %s\n", result.detail.c_str());
+    if (result.timed_out) std::printf("FAIL: np %d still running after %.0f s; killing the ranks\n", np, opt.limit_s);
+    else if (result.failed) std::printf("FAIL: %s\n", result.detail.c_str());
     return result.failed || result.timed_out ? 1 : 0;
 }
 
@@ -347,10 +345,8 @@ int main(int argc, char **argv)
         const auto &drv = CudaDriver::instance();
         int version = 0;
         if (drv.available() && drv.api().driver_get_version) drv.api().driver_get_version(&version);
-        if (drv.available())
-            std::printf("CUDA driver %d.%d\n", version / 1000, version % 1000 / 10);
-        else
-            std::printf("%s\n", drv.why_unavailable().c_str());
+        if (drv.available()) std::printf("CUDA driver %d.%d\n", version / 1000, version % 1000 / 10);
+        else std::printf("%s\n", drv.why_unavailable().c_str());
         return drv.available() ? 0 : 77;
     }
     int failed = 0;

@@ -4,6 +4,7 @@
 // and its reason; a rank that is gone makes the others' exchange fail, not hang.
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -80,6 +81,13 @@ void expect_all_passed(const RankResult &res, const std::string &what)
     EXPECT_EQ(res.failed, 0) << what << ": " << res.detail;
 }
 
+// Runs body on 1, 2, 3 and 4 forked ranks; every rank of every size must pass.
+void on_1_to_4_ranks(const std::function<int(int, int, gpurdma_bootstrap_t)> &body)
+{
+    for (int size = 1; size <= 4; ++size)
+        expect_all_passed(run_ranks(size, body, kTimeoutS), std::to_string(size) + " ranks");
+}
+
 }  // namespace
 
 TEST(Agreement, ExchangeDeliversRecordsOfAnyLengthInRankOrder)
@@ -87,64 +95,47 @@ TEST(Agreement, ExchangeDeliversRecordsOfAnyLengthInRankOrder)
     // Empty, tiny, medium and large (200 KiB) records side by side, then the reverse,
     // so that each rank both pads and is padded.
     const size_t lengths[] = {0, 1, 3000, 200 * 1024};
-    for (int size = 1; size <= 4; ++size) {
-        const RankResult res = run_ranks(
-            size,
-            [&](int rank, int n, gpurdma_bootstrap_t boot) {
-                RankCheck check(rank);
-                Agreement agreement(boot, rank, n);
-                for (bool reverse : {false, true}) {
-                    auto length_of = [&](int r) { return lengths[reverse ? 3 - r : r]; };
-                    std::vector<std::string> all(7, "stale");  // whatever was there goes
-                    const Status st = agreement.exchange(record(rank, length_of(rank)), &all);
-                    if (!check.expect(st.is_ok(), "exchange: " + st.message())) continue;
-                    if (!check.expect(all.size() == static_cast<size_t>(n), "one record per rank")) continue;
-                    for (int r = 0; r < n; ++r) {
-                        const std::string &got = all[static_cast<size_t>(r)];
-                        check.expect(got.size() == length_of(r), "record of rank " + std::to_string(r) + " has " +
-                                                                     std::to_string(got.size()) + " bytes, want " +
-                                                                     std::to_string(length_of(r)));
-                        check.expect(got == record(r, length_of(r)), "record of rank " + std::to_string(r) + " intact");
-                    }
-                }
-                return check.result();
-            },
-            kTimeoutS);
-        expect_all_passed(res, std::to_string(size) + " ranks");
-    }
+    on_1_to_4_ranks([&](int rank, int n, gpurdma_bootstrap_t boot) {
+        RankCheck check(rank);
+        Agreement agreement(boot, rank, n);
+        for (bool reverse : {false, true}) {
+            auto length_of = [&](int r) { return lengths[reverse ? 3 - r : r]; };
+            std::vector<std::string> all(7, "stale");  // whatever was there goes
+            const Status st = agreement.exchange(record(rank, length_of(rank)), &all);
+            if (!check.expect(st.is_ok(), "exchange: " + st.message())) continue;
+            if (!check.expect(all.size() == static_cast<size_t>(n), "one record per rank")) continue;
+            for (int r = 0; r < n; ++r) {
+                const std::string &got = all[static_cast<size_t>(r)];
+                check.expect(got.size() == length_of(r), "record of rank " + std::to_string(r) + " has " +
+                                                             std::to_string(got.size()) + " bytes, want " +
+                                                             std::to_string(length_of(r)));
+                check.expect(got == record(r, length_of(r)), "record of rank " + std::to_string(r) + " intact");
+            }
+        }
+        return check.result();
+    });
 }
 
 TEST(Agreement, ExchangeOfEmptyRecordsGivesEmptyRecords)
 {
-    for (int size = 1; size <= 4; ++size) {
-        const RankResult res = run_ranks(
-            size,
-            [](int rank, int n, gpurdma_bootstrap_t boot) {
-                RankCheck check(rank);
-                Agreement agreement(boot, rank, n);
-                std::vector<std::string> all(1, "stale");
-                const Status st = agreement.exchange(std::string(), &all);
-                check.expect(st.is_ok(), "exchange: " + st.message());
-                check.expect(all == std::vector<std::string>(static_cast<size_t>(n)), "every record empty");
-                // The next exchange still lines up (the empty one took the same rounds everywhere).
-                const Status again = agreement.exchange(record(rank, 10), &all);
-                check.expect(again.is_ok() && all.size() == static_cast<size_t>(n) && all.back() == record(n - 1, 10),
-                             "exchange after the empty one");
-                return check.result();
-            },
-            kTimeoutS);
-        expect_all_passed(res, std::to_string(size) + " ranks");
-    }
+    on_1_to_4_ranks([](int rank, int n, gpurdma_bootstrap_t boot) {
+        RankCheck check(rank);
+        Agreement agreement(boot, rank, n);
+        std::vector<std::string> all(1, "stale");
+        const Status st = agreement.exchange(std::string(), &all);
+        check.expect(st.is_ok(), "exchange: " + st.message());
+        check.expect(all == std::vector<std::string>(static_cast<size_t>(n)), "every record empty");
+        // The next exchange still lines up (the empty one took the same rounds everywhere).
+        const Status again = agreement.exchange(record(rank, 10), &all);
+        check.expect(again.is_ok() && all.size() == static_cast<size_t>(n) && all.back() == record(n - 1, 10),
+                     "exchange after the empty one");
+        return check.result();
+    });
 }
 
 TEST(Agreement, VoteAllOkIsOkEverywhere)
 {
-    for (int size = 1; size <= 4; ++size) {
-        const RankResult res = run_ranks(
-            size, [](int rank, int n, gpurdma_bootstrap_t boot) { return vote_body(rank, n, boot, {}, true); },
-            kTimeoutS);
-        expect_all_passed(res, std::to_string(size) + " ranks");
-    }
+    on_1_to_4_ranks([](int rank, int n, gpurdma_bootstrap_t boot) { return vote_body(rank, n, boot, {}, true); });
 }
 
 TEST(Agreement, OneRefusalReachesEveryRankWithItsRankHostAndReason)

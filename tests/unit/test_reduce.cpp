@@ -129,15 +129,9 @@ void check(gpurdma_op_t op, gpurdma_dtype_t dtype, const std::vector<T> &a, cons
             const T *in_b = y.data();
             const std::vector<T> *second = &b;
             switch (mode) {
-                case kDistinct:
-                    dst = d.data();
-                    break;
-                case kIntoA:
-                    dst = x.data();
-                    break;
-                case kIntoB:
-                    dst = y.data();
-                    break;
+                case kDistinct: dst = d.data(); break;
+                case kIntoA: dst = x.data(); break;
+                case kIntoB: dst = y.data(); break;
                 case kSameInputs:
                     dst = d.data();
                     in_b = x.data();
@@ -203,29 +197,17 @@ template <typename T> T ref_integer(gpurdma_op_t op, T a, T b)
 {
     const uint64_t ua = widen(a), ub = widen(b);
     switch (op) {
-        case GPURDMA_SUM:
-            return narrow<T>(ua + ub);
-        case GPURDMA_PROD:
-            return narrow<T>(ua * ub);
-        case GPURDMA_MIN:
-            return std::min(a, b);
-        case GPURDMA_MAX:
-            return std::max(a, b);
-        case GPURDMA_LAND:
-            return (a != 0 && b != 0) ? T(1) : T(0);
-        case GPURDMA_LOR:
-            return (a != 0 || b != 0) ? T(1) : T(0);
-        case GPURDMA_LXOR:
-            return ((a == 0) != (b == 0)) ? T(1) : T(0);
-        case GPURDMA_BAND:
-            return narrow<T>(ua & ub);
-        case GPURDMA_BOR:
-            return narrow<T>(ua | ub);
-        case GPURDMA_BXOR:
-            return narrow<T>(ua ^ ub);
-        default:
-            ADD_FAILURE() << "no integer reference for op " << op;
-            return T(0);
+        case GPURDMA_SUM: return narrow<T>(ua + ub);
+        case GPURDMA_PROD: return narrow<T>(ua * ub);
+        case GPURDMA_MIN: return std::min(a, b);
+        case GPURDMA_MAX: return std::max(a, b);
+        case GPURDMA_LAND: return (a != 0 && b != 0) ? T(1) : T(0);
+        case GPURDMA_LOR: return (a != 0 || b != 0) ? T(1) : T(0);
+        case GPURDMA_LXOR: return ((a == 0) != (b == 0)) ? T(1) : T(0);
+        case GPURDMA_BAND: return narrow<T>(ua & ub);
+        case GPURDMA_BOR: return narrow<T>(ua | ub);
+        case GPURDMA_BXOR: return narrow<T>(ua ^ ub);
+        default: ADD_FAILURE() << "no integer reference for op " << op; return T(0);
     }
 }
 
@@ -374,12 +356,9 @@ template <typename T> T ref_max(T a, T b)
 template <typename T> T nan_with_payload(int k)
 {
     const char *tag = k == 1 ? "1" : "2";
-    if constexpr (std::is_same_v<T, float>)
-        return std::nanf(tag);
-    else if constexpr (std::is_same_v<T, double>)
-        return std::nan(tag);
-    else
-        return std::nanl(tag);
+    if constexpr (std::is_same_v<T, float>) return std::nanf(tag);
+    else if constexpr (std::is_same_v<T, double>) return std::nan(tag);
+    else return std::nanl(tag);
 }
 
 template <typename T> void float_inputs(std::vector<T> &a, std::vector<T> &b)

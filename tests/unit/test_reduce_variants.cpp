@@ -51,29 +51,17 @@ template <typename T> NO_VECTOR T ref_integer(gpurdma_op_t op, T a, T b)
 {
     const auto ua = static_cast<std::uint64_t>(a), ub = static_cast<std::uint64_t>(b);
     switch (op) {
-        case GPURDMA_SUM:
-            return static_cast<T>(ua + ub);  // modular, as MPI wraps
-        case GPURDMA_PROD:
-            return static_cast<T>(ua * ub);
-        case GPURDMA_MIN:
-            return b < a ? b : a;
-        case GPURDMA_MAX:
-            return a < b ? b : a;
-        case GPURDMA_LAND:
-            return (a != 0 && b != 0) ? 1 : 0;
-        case GPURDMA_LOR:
-            return (a != 0 || b != 0) ? 1 : 0;
-        case GPURDMA_LXOR:
-            return ((a != 0) != (b != 0)) ? 1 : 0;
-        case GPURDMA_BAND:
-            return static_cast<T>(a & b);
-        case GPURDMA_BOR:
-            return static_cast<T>(a | b);
-        case GPURDMA_BXOR:
-            return static_cast<T>(a ^ b);
-        default:
-            ADD_FAILURE() << "op " << op;
-            return 0;
+        case GPURDMA_SUM: return static_cast<T>(ua + ub);  // modular, as MPI wraps
+        case GPURDMA_PROD: return static_cast<T>(ua * ub);
+        case GPURDMA_MIN: return b < a ? b : a;
+        case GPURDMA_MAX: return a < b ? b : a;
+        case GPURDMA_LAND: return (a != 0 && b != 0) ? 1 : 0;
+        case GPURDMA_LOR: return (a != 0 || b != 0) ? 1 : 0;
+        case GPURDMA_LXOR: return ((a != 0) != (b != 0)) ? 1 : 0;
+        case GPURDMA_BAND: return static_cast<T>(a & b);
+        case GPURDMA_BOR: return static_cast<T>(a | b);
+        case GPURDMA_BXOR: return static_cast<T>(a ^ b);
+        default: ADD_FAILURE() << "op " << op; return 0;
     }
 }
 
@@ -82,10 +70,8 @@ template <typename T> NO_VECTOR T ref_integer(gpurdma_op_t op, T a, T b)
 template <typename T> NO_VECTOR T ref_floating(gpurdma_op_t op, T a, T b)
 {
     switch (op) {
-        case GPURDMA_SUM:
-            return rounded<T>(a + b);
-        case GPURDMA_PROD:
-            return rounded<T>(a * b);
+        case GPURDMA_SUM: return rounded<T>(a + b);
+        case GPURDMA_PROD: return rounded<T>(a * b);
         case GPURDMA_MIN:
         case GPURDMA_MAX: {
             if (std::isnan(a)) return a;
@@ -95,9 +81,7 @@ template <typename T> NO_VECTOR T ref_floating(gpurdma_op_t op, T a, T b)
             if (b < a) return min ? b : a;
             return (std::signbit(a) == min) ? a : b;  // equal; only zeros can differ
         }
-        default:
-            ADD_FAILURE() << "op " << op;
-            return 0;
+        default: ADD_FAILURE() << "op " << op; return 0;
     }
 }
 
@@ -132,10 +116,8 @@ NO_VECTOR F16 ref_half(gpurdma_op_t op, F16 a, F16 b)
 {
     const float x = widen(a), y = widen(b);
     switch (op) {
-        case GPURDMA_SUM:
-            return narrow(rounded<float>(x + y));
-        case GPURDMA_PROD:
-            return narrow(rounded<float>(x * y));
+        case GPURDMA_SUM: return narrow(rounded<float>(x + y));
+        case GPURDMA_PROD: return narrow(rounded<float>(x * y));
         default: {  // MIN/MAX return an operand, chosen by the rules for float
             if (std::isnan(x)) return a;
             if (std::isnan(y)) return b;
@@ -176,14 +158,10 @@ template <typename T> T any_bits()
 template <typename T> T integer_value()
 {
     switch (rng()() % 4) {
-        case 0:
-            return static_cast<T>(rng()() % 5) - 2;  // zeros, ties, +-1
-        case 1:
-            return std::numeric_limits<T>::max() - static_cast<T>(rng()() % 2);
-        case 2:
-            return std::numeric_limits<T>::min() + static_cast<T>(rng()() % 2);
-        default:
-            return any_bits<T>();
+        case 0: return static_cast<T>(rng()() % 5) - 2;  // zeros, ties, +-1
+        case 1: return std::numeric_limits<T>::max() - static_cast<T>(rng()() % 2);
+        case 2: return std::numeric_limits<T>::min() + static_cast<T>(rng()() % 2);
+        default: return any_bits<T>();
     }
 }
 
@@ -214,10 +192,8 @@ template <typename T> T floating_value()
 
 template <typename T> T value()
 {
-    if constexpr (std::is_integral_v<T>)
-        return integer_value<T>();
-    else
-        return floating_value<T>();
+    if constexpr (std::is_integral_v<T>) return integer_value<T>();
+    else return floating_value<T>();
 }
 
 // ---------------------------------------------------------------- one dtype
@@ -345,20 +321,11 @@ void check_kernel(Isa isa, gpurdma_op_t op, gpurdma_dtype_t dtype, Ref ref, T (*
             unsigned char *ba = base + stride + lay.off_a * unit;
             unsigned char *bb = base + 2 * stride + lay.off_b * unit;
             switch (lay.alias) {
-                case Layout::kDistinct:
-                    break;
-                case Layout::kIntoA:
-                    ba = bd;
-                    break;
-                case Layout::kIntoB:
-                    bb = bd;
-                    break;
-                case Layout::kSameInputs:
-                    bb = ba;
-                    break;
-                case Layout::kAllSame:
-                    ba = bb = bd;
-                    break;
+                case Layout::kDistinct: break;
+                case Layout::kIntoA: ba = bd; break;
+                case Layout::kIntoB: bb = bd; break;
+                case Layout::kSameInputs: bb = ba; break;
+                case Layout::kAllSame: ba = bb = bd; break;
             }
             for (std::size_t k = 0; k < arena.size(); ++k) arena[k] = static_cast<unsigned char>(k * 131 + n);
             std::vector<T> a(n), b(n), want(n);
@@ -435,17 +402,14 @@ template <typename V> void check_loc(Isa isa, gpurdma_op_t op, gpurdma_dtype_t d
 F16 half_value()
 {
     switch (rng()() % 4) {
-        case 0:
-            return {static_cast<std::uint16_t>(rng()())};
+        case 0: return {static_cast<std::uint16_t>(rng()())};
         case 1: {
             const std::uint16_t small[] = {0x0000, 0x8000, 0x3c00, 0xbc00, 0x4000, 0x4200,
                                            0xc400, 0x3800, 0x0001, 0x03ff, 0x0400, 0x7c00};
             return {small[rng()() % std::size(small)]};
         }
-        case 2:
-            return {static_cast<std::uint16_t>(0x7800 + rng()() % 0x400 + (rng()() % 2) * 0x8000)};
-        default:
-            return {static_cast<std::uint16_t>(0x1000 + rng()() % 0x4000 + (rng()() % 2) * 0x8000)};
+        case 2: return {static_cast<std::uint16_t>(0x7800 + rng()() % 0x400 + (rng()() % 2) * 0x8000)};
+        default: return {static_cast<std::uint16_t>(0x1000 + rng()() % 0x4000 + (rng()() % 2) * 0x8000)};
     }
 }
 
@@ -472,53 +436,30 @@ void check_pair(Isa isa, gpurdma_op_t op, gpurdma_dtype_t dtype)
 {
     SCOPED_TRACE(std::string(gpurdma_op_name(op)) + " on " + gpurdma_dtype_name(dtype));
     switch (dtype) {
-        case GPURDMA_INT8:
-            return check_type<std::int8_t>(isa, op, dtype);
-        case GPURDMA_UINT8:
-            return check_type<std::uint8_t>(isa, op, dtype);
-        case GPURDMA_INT16:
-            return check_type<std::int16_t>(isa, op, dtype);
-        case GPURDMA_UINT16:
-            return check_type<std::uint16_t>(isa, op, dtype);
-        case GPURDMA_INT32:
-            return check_type<std::int32_t>(isa, op, dtype);
-        case GPURDMA_UINT32:
-            return check_type<std::uint32_t>(isa, op, dtype);
-        case GPURDMA_INT64:
-            return check_type<std::int64_t>(isa, op, dtype);
-        case GPURDMA_UINT64:
-            return check_type<std::uint64_t>(isa, op, dtype);
-        case GPURDMA_FLOAT:
-            return check_floating<float>(isa, op, dtype);
-        case GPURDMA_DOUBLE:
-            return check_floating<double>(isa, op, dtype);
-        case GPURDMA_LONG_DOUBLE:
-            return check_floating<long double>(isa, op, dtype);
+        case GPURDMA_INT8: return check_type<std::int8_t>(isa, op, dtype);
+        case GPURDMA_UINT8: return check_type<std::uint8_t>(isa, op, dtype);
+        case GPURDMA_INT16: return check_type<std::int16_t>(isa, op, dtype);
+        case GPURDMA_UINT16: return check_type<std::uint16_t>(isa, op, dtype);
+        case GPURDMA_INT32: return check_type<std::int32_t>(isa, op, dtype);
+        case GPURDMA_UINT32: return check_type<std::uint32_t>(isa, op, dtype);
+        case GPURDMA_INT64: return check_type<std::int64_t>(isa, op, dtype);
+        case GPURDMA_UINT64: return check_type<std::uint64_t>(isa, op, dtype);
+        case GPURDMA_FLOAT: return check_floating<float>(isa, op, dtype);
+        case GPURDMA_DOUBLE: return check_floating<double>(isa, op, dtype);
+        case GPURDMA_LONG_DOUBLE: return check_floating<long double>(isa, op, dtype);
         case GPURDMA_BOOL:
-        case GPURDMA_BYTE:
-            return check_bytes(isa, op, dtype);
-        case GPURDMA_FLOAT_COMPLEX:
-            return check_complex<float>(isa, op, dtype);
-        case GPURDMA_DOUBLE_COMPLEX:
-            return check_complex<double>(isa, op, dtype);
-        case GPURDMA_LONG_DOUBLE_COMPLEX:
-            return check_complex<long double>(isa, op, dtype);
-        case GPURDMA_FLOAT_INT:
-            return check_loc<float>(isa, op, dtype);
-        case GPURDMA_DOUBLE_INT:
-            return check_loc<double>(isa, op, dtype);
-        case GPURDMA_LONG_INT:
-            return check_loc<long>(isa, op, dtype);
-        case GPURDMA_2INT:
-            return check_loc<int>(isa, op, dtype);
-        case GPURDMA_SHORT_INT:
-            return check_loc<short>(isa, op, dtype);
-        case GPURDMA_LONG_DOUBLE_INT:
-            return check_loc<long double>(isa, op, dtype);
-        case GPURDMA_FLOAT16:
-            return check_half(isa, op, dtype);
-        default:
-            FAIL() << "no reference for dtype " << dtype << ": add one here";
+        case GPURDMA_BYTE: return check_bytes(isa, op, dtype);
+        case GPURDMA_FLOAT_COMPLEX: return check_complex<float>(isa, op, dtype);
+        case GPURDMA_DOUBLE_COMPLEX: return check_complex<double>(isa, op, dtype);
+        case GPURDMA_LONG_DOUBLE_COMPLEX: return check_complex<long double>(isa, op, dtype);
+        case GPURDMA_FLOAT_INT: return check_loc<float>(isa, op, dtype);
+        case GPURDMA_DOUBLE_INT: return check_loc<double>(isa, op, dtype);
+        case GPURDMA_LONG_INT: return check_loc<long>(isa, op, dtype);
+        case GPURDMA_2INT: return check_loc<int>(isa, op, dtype);
+        case GPURDMA_SHORT_INT: return check_loc<short>(isa, op, dtype);
+        case GPURDMA_LONG_DOUBLE_INT: return check_loc<long double>(isa, op, dtype);
+        case GPURDMA_FLOAT16: return check_half(isa, op, dtype);
+        default: FAIL() << "no reference for dtype " << dtype << ": add one here";
     }
 }
 

@@ -111,22 +111,16 @@ static int open_output(int verbose)
     opal_output_stream_t lds;
     OBJ_CONSTRUCT(&lds, opal_output_stream_t);
     const char *to_stdout = getenv("OPAL_OUTPUT_INTERNAL_TO_STDOUT");
-    if (to_stdout && '1' == to_stdout[0])
-        lds.lds_want_stdout = true;
-    else
-        lds.lds_want_stderr = true;
+    if (to_stdout && '1' == to_stdout[0]) lds.lds_want_stdout = true;
+    else lds.lds_want_stderr = true;
     lds.lds_verbose_level = verbose > 0 ? verbose : 0;
     char host[64] = "";
-    if (opal_process_info.nodename)
-        snprintf(host, sizeof host, "%s", opal_process_info.nodename);
-    else
-        gethostname(host, sizeof host - 1);
+    if (opal_process_info.nodename) snprintf(host, sizeof host, "%s", opal_process_info.nodename);
+    else gethostname(host, sizeof host - 1);
     char prefix[128];
     const opal_vpid_t rank = OPAL_PROC_MY_NAME.vpid;
-    if (OPAL_VPID_INVALID == rank)
-        snprintf(prefix, sizeof prefix, "[%s:%05d] ", host, (int)getpid());
-    else
-        snprintf(prefix, sizeof prefix, "[%s:%05d rank %lu] ", host, (int)getpid(), (unsigned long)rank);
+    if (OPAL_VPID_INVALID == rank) snprintf(prefix, sizeof prefix, "[%s:%05d] ", host, (int)getpid());
+    else snprintf(prefix, sizeof prefix, "[%s:%05d rank %lu] ", host, (int)getpid(), (unsigned long)rank);
     lds.lds_prefix = prefix; /* copied by opal_output_open */
     int output = opal_output_open(&lds);
     OBJ_DESTRUCT(&lds);

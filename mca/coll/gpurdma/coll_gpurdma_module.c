@@ -65,10 +65,8 @@ static int module_enable(mca_coll_base_module_t *module, struct ompi_communicato
     OBJ_RETAIN(m->prev_allgather_module);
 
     const char *comm_name = gpurdma_comm_name(comm);
-    if (comm_name[0])
-        snprintf(m->name, sizeof m->name, "%s (cid %u)", comm_name, gpurdma_comm_cid(comm));
-    else
-        snprintf(m->name, sizeof m->name, "communicator cid %u", gpurdma_comm_cid(comm));
+    if (comm_name[0]) snprintf(m->name, sizeof m->name, "%s (cid %u)", comm_name, gpurdma_comm_cid(comm));
+    else snprintf(m->name, sizeof m->name, "communicator cid %u", gpurdma_comm_cid(comm));
     gpurdma_comm_params_t params = {
         .rank = ompi_comm_rank(comm),
         .size = ompi_comm_size(comm),
@@ -147,10 +145,8 @@ static int staged_fallback(mca_coll_gpurdma_module_t *m, const void *sbuf, void 
         if (span && GPURDMA_OK != gpurdma_memcpy(host_r, (char *)rbuf + true_lb, span)) rc = MPI_ERR_OTHER;
     } else {
         host_s = malloc(span ? span : 1);
-        if (NULL == host_s)
-            rc = OMPI_ERR_OUT_OF_RESOURCE;
-        else if (span && GPURDMA_OK != gpurdma_memcpy(host_s, (const char *)sbuf + true_lb, span))
-            rc = MPI_ERR_OTHER;
+        if (NULL == host_s) rc = OMPI_ERR_OUT_OF_RESOURCE;
+        else if (span && GPURDMA_OK != gpurdma_memcpy(host_s, (const char *)sbuf + true_lb, span)) rc = MPI_ERR_OTHER;
     }
     if (OMPI_SUCCESS == rc)
         rc = m->prev_allreduce(in_place ? MPI_IN_PLACE : host_s - true_lb, host_r - true_lb, count, dtype, op, m->comm,
@@ -191,8 +187,7 @@ int mca_coll_gpurdma_allreduce(const void *sbuf, void *rbuf, gpurdma_coll_count_
 #endif
     gpurdma_status_t st = gpurdma_allreduce(m->core, sbuf == MPI_IN_PLACE ? NULL : sbuf, rbuf, (size_t)count, gdt, gop);
     switch (st) {
-        case GPURDMA_OK:
-            return MPI_SUCCESS;
+        case GPURDMA_OK: return MPI_SUCCESS;
         case GPURDMA_ERR_UNSUPPORTED:
             return fallback(m, "op not defined for this datatype, or set-up declined", sbuf, rbuf, count, dtype, op);
         case GPURDMA_ERR_BROKEN:

@@ -122,9 +122,7 @@ void mca_coll_gpurdma_register_params(void)
         mca_base_var_type_t type = MCA_BASE_VAR_TYPE_INT;
         mca_base_var_enum_t *enumerator = NULL;
         switch (p->type) {
-            case GPURDMA_PARAM_INT:
-                s->i = (int)p->default_number;
-                break;
+            case GPURDMA_PARAM_INT: s->i = (int)p->default_number; break;
             case GPURDMA_PARAM_SIZE:
                 s->size = (size_t)p->default_number;
                 type = MCA_BASE_VAR_TYPE_SIZE_T;
@@ -159,23 +157,12 @@ void mca_coll_gpurdma_config_from_params(gpurdma_config_t *config)
         const param_storage_t *s = &storage[i];
         gpurdma_param_value_t v;
         switch (p->type) {
-            case GPURDMA_PARAM_INT:
-                v.i = s->i;
-                break;
-            case GPURDMA_PARAM_SIZE:
-                v.size = s->size;
-                break;
-            case GPURDMA_PARAM_DOUBLE:
-                v.d = s->d;
-                break;
-            case GPURDMA_PARAM_STRING:
-                v.text = s->text;
-                break;
-            case GPURDMA_PARAM_ENUM:
-                v.text = enum_name(i, p);
-                break;
-            default:
-                continue;
+            case GPURDMA_PARAM_INT: v.i = s->i; break;
+            case GPURDMA_PARAM_SIZE: v.size = s->size; break;
+            case GPURDMA_PARAM_DOUBLE: v.d = s->d; break;
+            case GPURDMA_PARAM_STRING: v.text = s->text; break;
+            case GPURDMA_PARAM_ENUM: v.text = enum_name(i, p); break;
+            default: continue;
         }
         (void)gpurdma_config_set(config, i, v);
     }
