@@ -23,7 +23,9 @@ typedef enum gpurdma_status {
     GPURDMA_ERR_TRANSPORT = 3, /* a transfer failed in the middle of a collective */
     GPURDMA_ERR_TIMEOUT = 4, /* a peer did not answer within the timeout */
     GPURDMA_ERR_INVALID = 5, /* bad argument */
-    GPURDMA_ERR_BROKEN = 6 /* communicator disabled by an earlier failure */
+    GPURDMA_ERR_BROKEN = 6, /* communicator disabled by an earlier failure */
+    GPURDMA_ERR_CONCURRENT = 7 /* another thread is inside a call that starts a collective on this
+                                  communicator (erroneous in MPI); nothing was done, the other call goes on */
 } gpurdma_status_t;
 
 /* Element types. Each names a C layout, not an MPI handle: the shim maps handles. */
@@ -142,6 +144,8 @@ typedef struct gpurdma_config {
     int ib_gid_index; /* RoCE/IB port GID index of our UCX context (NCCL_IB_GID_INDEX); -1: UCX's */
     int ib_tc; /* IB traffic class / RoCEv2 DSCP (NCCL_IB_TC), 0..255; -1: UCX's */
     int ib_sl; /* IB service level / RoCEv2 priority (NCCL_IB_SL), 0..15; -1: UCX's */
+    int threads; /* 1: several threads may call into the context at once (MPI_THREAD_MULTIPLE): UCX's
+                                 worker is created thread-safe. Not a parameter: the caller's thread level */
     gpurdma_log_fn_t log; /* may be NULL */
 } gpurdma_config_t;
 
@@ -218,7 +222,9 @@ typedef struct gpurdma_context gpurdma_context_t;
 gpurdma_status_t gpurdma_context_create(const gpurdma_config_t *config, gpurdma_context_t **context);
 void gpurdma_context_destroy(gpurdma_context_t *context);
 
-/* Drives the transport once; returns the number of events. Cheap when idle. */
+/* Drives the transport once, then every communicator with nonblocking or persistent
+ * calls in flight (one that another thread is driving is skipped, not waited for);
+ * returns the number of events. Cheap when idle; safe from any thread. */
 int gpurdma_context_progress(gpurdma_context_t *context);
 
 /* ---- communicator ---- */
@@ -250,6 +256,61 @@ void gpurdma_comm_destroy(gpurdma_comm_t *comm);
 gpurdma_status_t gpurdma_allreduce(gpurdma_comm_t *comm, const void *sendbuf, void *recvbuf, size_t count,
                                    gpurdma_dtype_t dtype, gpurdma_op_t op);
 
+/* ---- nonblocking and persistent allreduce ----
+ *
+ * A communicator runs its calls one at a time in the order they were started (every
+ * rank starts collectives in the same order): a blocking call started while
+ * nonblocking ones are in flight first completes those. The first call of any kind on
+ * a communicator runs its set-up, a collective exchange over the bootstrap; a
+ * nonblocking start does it too, before it returns.
+ *
+ * Threads: calls on different communicators may run at the same time (config.threads).
+ * Starting calls (gpurdma_allreduce, gpurdma_iallreduce, gpurdma_allreduce_init,
+ * gpurdma_request_start) on one communicator from two threads at once is erroneous:
+ * the later one returns GPURDMA_ERR_CONCURRENT and does nothing. Progress and test
+ * calls may come from any thread.
+ */
+typedef struct gpurdma_request gpurdma_request_t;
+
+/* Called exactly once per started call when it completes: GPURDMA_OK, or an error (the
+ * message in gpurdma_comm_last_error; the communicator is broken from then on). It runs
+ * in whichever thread drives the call (gpurdma_context_progress, gpurdma_request_test,
+ * a later call on the communicator) with the communicator's engine held: it must not
+ * call gpurdma for this communicator. */
+typedef void (*gpurdma_complete_fn_t)(void *arg, gpurdma_status_t status);
+
+/*
+ * Starts a nonblocking allreduce (arguments as gpurdma_allreduce). GPURDMA_OK: *request
+ * is in flight and complete(arg, status) will be called once; the buffers belong to the
+ * call until then. GPURDMA_ERR_UNSUPPORTED: nothing started, on every rank alike: the
+ * caller hands the call to another implementation. Other errors: nothing started.
+ */
+gpurdma_status_t gpurdma_iallreduce(gpurdma_comm_t *comm, const void *sendbuf, void *recvbuf, size_t count,
+                                    gpurdma_dtype_t dtype, gpurdma_op_t op, gpurdma_complete_fn_t complete, void *arg,
+                                    gpurdma_request_t **request);
+
+/*
+ * Plans a persistent allreduce: set-up, the algorithm's choice and its schedule, all
+ * now; *request is inactive until gpurdma_request_start. GPURDMA_ERR_UNSUPPORTED as
+ * for gpurdma_iallreduce (decided here, the same on every rank).
+ */
+gpurdma_status_t gpurdma_allreduce_init(gpurdma_comm_t *comm, const void *sendbuf, void *recvbuf, size_t count,
+                                        gpurdma_dtype_t dtype, gpurdma_op_t op, gpurdma_complete_fn_t complete,
+                                        void *arg, gpurdma_request_t **request);
+
+/* Starts an inactive persistent request (after init, or after its last call completed):
+ * GPURDMA_ERR_INVALID if it is in flight or not persistent; BROKEN on a broken
+ * communicator; CONCURRENT as above. Only moves data. */
+gpurdma_status_t gpurdma_request_start(gpurdma_request_t *request);
+
+/* Drives the request's communicator once (if no other thread is driving it) and
+ * returns 1 if the request's call has completed (its callback has run), else 0. */
+int gpurdma_request_test(gpurdma_request_t *request);
+
+/* Releases a request. One in flight is kept until its call completes (its callback
+ * still runs) and is released then: returns 1. Otherwise released at once: returns 0. */
+int gpurdma_request_free(gpurdma_request_t *request);
+
 /* Text of the last failure on this communicator ("" if none). */
 const char *gpurdma_comm_last_error(const gpurdma_comm_t *comm);
 
@@ -265,6 +326,8 @@ typedef struct gpurdma_comm_stats {
     uint64_t hier_calls;
     uint64_t device_calls; /* GPU-buffer calls done on the GPU (not staged through host) */
     uint64_t node_calls; /* one-node shared-memory allreduce */
+    uint64_t nonblocking_calls; /* of calls: started by gpurdma_iallreduce */
+    uint64_t persistent_calls; /* of calls: started by gpurdma_request_start */
 } gpurdma_comm_stats_t;
 
 void gpurdma_comm_get_stats(const gpurdma_comm_t *comm, gpurdma_comm_stats_t *stats);

@@ -236,9 +236,10 @@ constexpr const char *kOpNames[] = {
 static_assert(std::size(kOpNames) == GPURDMA_OP_COUNT);
 
 constexpr const char *kStatusNames[] = {
-    "ok", "unsupported", "no resource", "transport error", "timeout", "invalid argument", "communicator broken",
+    "ok",      "unsupported",      "no resource",         "transport error",
+    "timeout", "invalid argument", "communicator broken", "concurrent calls on one communicator",
 };
-static_assert(std::size(kStatusNames) == GPURDMA_ERR_BROKEN + 1);
+static_assert(std::size(kStatusNames) == GPURDMA_ERR_CONCURRENT + 1);
 
 }  // namespace
 
