@@ -16,8 +16,9 @@
  *               as above), MPI_Request_free
  *   comms       requests on four communicators outstanding at once
  *   ordering    MPI_Iallreduce and a persistent start mixed with blocking
- *               MPI_Allreduce on one communicator (some ranks wait before the
- *               blocking call, some after)
+ *               MPI_Allreduce on the same or another communicator (some ranks wait
+ *               before the blocking call, some after); again with a user-defined op
+ *               (the previous module's request) before gpurdma's blocking call
  *   free        MPI_Request_free of an active MPI_Iallreduce (alone, and one of
  *               three); the buffer after a later blocking allreduce and a barrier
  *   bitident    random float/double SUM (order-dependent): the same bits on every
@@ -189,6 +190,7 @@ typedef struct nb_case {
     int rc;         /* of the start call, then of the completion */
     bool persistent;
     int method;     /* how it was completed, -1: by a blocking call or MPI_Wait */
+    bool user_op;   /* the call gets g_user_sum (same result as MPI_SUM on MPI_INT) */
 } nb_case;
 
 /* Ways to complete a batch (complete() below). */
@@ -314,11 +316,23 @@ static void check_case(nb_case *c)
     g_passed++;
 }
 
+/* A user-defined op: the component hands such calls to the previous module (libnbc). */
+static MPI_Op g_user_sum;
+
+static void user_sum(void *in, void *inout, int *len, MPI_Datatype *dt)
+{
+    const int *a = in;
+    int *b = inout;
+    (void)dt;
+    for (int i = 0; i < *len; i++)
+        b[i] = (int)((unsigned)b[i] + (unsigned)a[i]); /* wraps, as the reference does */
+}
+
 static int start_nonblocking(nb_case *c, MPI_Request *req)
 {
     c->persistent = false;
     c->rc = MPI_Iallreduce(c->in_place ? MPI_IN_PLACE : c->send, c->recv, (int)c->count, c->t->dt,
-                           op_handle(c->op), c->cc->comm, req);
+                           c->user_op ? g_user_sum : op_handle(c->op), c->cc->comm, req);
     if (c->rc != MPI_SUCCESS) {
         report_rc(c, "MPI_Iallreduce", c->rc);
         *req = MPI_REQUEST_NULL;
@@ -679,10 +693,12 @@ static void section_comms(bool quick)
     compare_hashes("comms");
 }
 
-/* Nonblocking and persistent calls mixed with blocking MPI_Allreduce on one
- * communicator.  In MPI's order on every rank: I1, I2, B (blocking), [P start], I3.
- * Even ranks wait for I1 before B, odd ranks only after. */
-static void section_ordering(bool quick)
+/* Nonblocking and persistent calls mixed with blocking MPI_Allreduce.  In MPI's order
+ * on every rank: I1, I2, B (blocking), [P start], I3, all on one communicator, or B on
+ * another every other time.  Even ranks wait for I1 before B, odd ranks only after, so
+ * B must drive I1 along (MPI's progress rule).  With user_op, I1 has a user-defined op:
+ * the previous module's request, progressed while gpurdma's blocking call waits. */
+static void section_ordering(bool quick, bool user_op)
 {
     comm_case *cc = &comms[C_DUP];
     const int iters = quick ? 12 : 30;
@@ -696,7 +712,7 @@ static void section_ordering(bool quick)
         return;
     }
     memset(c, 0, sizeof c);
-    c[I1] = (nb_case){ .cc = cc, .t = ti, .op = OP_SUM, .count = 1000, .slot = 0 };
+    c[I1] = (nb_case){ .cc = cc, .t = ti, .op = OP_SUM, .count = 1000, .slot = 0, .user_op = user_op };
     c[I2] = (nb_case){ .cc = cc, .t = td, .op = OP_MAX, .count = 7, .slot = 1 };
     c[B] = (nb_case){ .cc = cc, .t = tf, .op = OP_SUM, .count = 4097, .slot = 2 };
     c[P] = (nb_case){ .cc = cc, .t = ti, .op = OP_BXOR, .count = 1000, .slot = 3 };
@@ -709,6 +725,7 @@ static void section_ordering(bool quick)
     for (int it = 0; it < iters; it++) {
         int flag = 1;
         c[I2].count = it % 4 == 0 ? 65537 : 7;
+        c[B].cc = &comms[it % 2 ? C_DUP2 : C_DUP];
         for (int i = 0; i < 5; i++) {
             c[i].salt = it;
             prepare(&c[i]);
@@ -717,12 +734,12 @@ static void section_ordering(bool quick)
         start_nonblocking(&c[I2], &reqs[I2]);
         if (cc->rank % 2 == 0)
             c[I1].rc = MPI_Wait(&reqs[I1], MPI_STATUS_IGNORE);
-        c[B].rc = MPI_Allreduce(c[B].send, c[B].recv, (int)c[B].count, MPI_FLOAT, MPI_SUM, cc->comm);
+        c[B].rc = MPI_Allreduce(c[B].send, c[B].recv, (int)c[B].count, MPI_FLOAT, MPI_SUM, c[B].cc->comm);
         c[B].persistent = false;
         check_case(&c[B]);
         /* gpurdma runs a communicator's calls in start order: the blocking call has
          * completed the ones started before it. */
-        if (g_expect_used && cc->size > 1) {
+        if (g_expect_used && cc->size > 1 && c[B].cc == cc && !user_op) {
             MPI_Request before[2] = { reqs[I1], reqs[I2] };
             MPI_Status st[2];
             const int rc = MPI_Testall(2, before, &flag, st);
@@ -770,7 +787,7 @@ static void section_ordering(bool quick)
     if (reqs[P] != MPI_REQUEST_NULL)
         MPI_Request_free(&reqs[P]);
 #endif
-    compare_hashes("ordering");
+    compare_hashes(user_op ? "ordering, user op" : "ordering");
 }
 
 /* Wait until `c`'s result has arrived (a freed request: nothing else says so),
@@ -1049,6 +1066,7 @@ int main(int argc, char **argv)
     init_types();
     check_types(verbose);
     create_comms();
+    MPI_Op_create(user_sum, 1, &g_user_sum);
 
     t0 = MPI_Wtime();
 #define SECTION(name, call)                                                                                   \
@@ -1062,7 +1080,8 @@ int main(int argc, char **argv)
     SECTION("matrix", section_matrix(quick));
     SECTION("persistent", section_persistent(quick));
     SECTION("comms", section_comms(quick));
-    SECTION("ordering", section_ordering(quick));
+    SECTION("ordering", section_ordering(quick, false));
+    SECTION("ordering+", section_ordering(quick, true));
     SECTION("free", section_free());
     SECTION("bitident", section_bitident(quick));
 #undef SECTION
@@ -1070,6 +1089,7 @@ int main(int argc, char **argv)
         printf("persistent API: %s; %d requests per batch, %d persistent rounds\n", PERSISTENT_API, g_batch,
                g_rounds);
 
+    MPI_Op_free(&g_user_sum);
     free_comms();
     free_bufs();
     check_counters();
