@@ -1,5 +1,6 @@
 #include "exec/progress.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <thread>
@@ -28,13 +29,15 @@ double IdleClock::idle_seconds(uint64_t position)
         started_ = true;
         last_position_ = position;
         still_polls_ = 0;
-        since_ = -1;
+        last_read_ = -1;
+        idle_ = 0;
         return 0;
     }
-    if (++still_polls_ % 16 != 1) return 0;
+    if (++still_polls_ % 16 != 1) return idle_;
     const double now = std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-    if (since_ < 0) since_ = now;
-    return now - since_;
+    if (last_read_ >= 0) idle_ += std::min(now - last_read_, kMaxGap);
+    last_read_ = now;
+    return idle_;
 }
 
 Status ProgressLoop::outcome(State state, const Task &task) const

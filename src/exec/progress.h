@@ -30,17 +30,22 @@ struct WaitSite {
 };
 
 // How long a call driven from outside (a nonblocking request, advanced one step at a
-// time by whoever polls) has not moved. Reads the clock only every 16th still poll.
+// time by whoever polls) has waited without moving. Only time spent polling counts: a
+// caller that computes for minutes between two tests has not been waiting on its peers
+// all that time, so each gap between clock reads adds at most kMaxGap. Reads the clock
+// only every 16th still poll.
 class IdleClock {
 public:
-    // Seconds since `position` last changed (0 while it moves, or between clock reads).
+    // Seconds of polling since `position` last changed.
     double idle_seconds(uint64_t position);
+    static constexpr double kMaxGap = 0.05;
 
 private:
     uint64_t last_position_ = 0;
     unsigned still_polls_ = 0;
     bool started_ = false;
-    double since_ = 0;  // steady clock, seconds
+    double last_read_ = -1;  // steady clock, seconds; -1: not read since the last move
+    double idle_ = 0;
 };
 
 class ProgressLoop {
