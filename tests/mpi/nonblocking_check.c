@@ -33,7 +33,7 @@
  * collective's request erroneous, and Open MPI's libnbc refuses it (MPI_ERR_REQUEST).
  *
  * Usage: nonblocking_check [--quick] [--strict] [--seed N] [--print N] [--verbose]
- *                          [--batch N] [--rounds N]
+ *                          [--batch N] [--rounds N] [--only SECTION,...]
  */
 #define _POSIX_C_SOURCE 200809L
 #include <mpi.h>
@@ -75,8 +75,8 @@
 
 static bool g_expect_used;          /* GPURDMA_EXPECT_USED=1 */
 static long long g_lib_matches;     /* results accepted as the library's own op */
-static long long g_nb_issued;       /* MPI_Iallreduce calls on communicators of 2+ ranks */
-static long long g_p_issued;        /* persistent starts on communicators of 2+ ranks */
+static long long g_nb_issued;       /* MPI_Iallreduce calls (predefined ops) started */
+static long long g_p_issued;        /* persistent starts */
 static int g_batch = 16, g_rounds = 3;
 static unsigned g_batches;          /* picks each batch's completion method */
 
@@ -338,7 +338,7 @@ static int start_nonblocking(nb_case *c, MPI_Request *req)
         *req = MPI_REQUEST_NULL;
         return c->rc;
     }
-    if (c->cc->size > 1)
+    if (!c->user_op)
         g_nb_issued++;
     return MPI_SUCCESS;
 }
@@ -625,7 +625,7 @@ static void run_persistent_batch(nb_case *batch, int n)
             }
         }
         for (int i = 0; i < n; i++)
-            if (started[i] && batch[i].cc->size > 1)
+            if (started[i])
                 g_p_issued++;
         complete(batch, reqs, n, (int)(g_batches++ % NUM_METHODS));
         for (int i = 0; i < n; i++)
@@ -760,7 +760,7 @@ static void section_ordering(bool quick, bool user_op)
         c[P].rc = MPI_Start(&reqs[P]);
         if (c[P].rc != MPI_SUCCESS)
             report_rc(&c[P], "MPI_Start", c[P].rc);
-        else if (cc->size > 1)
+        else
             g_p_issued++;
 #endif
         start_nonblocking(&c[I3], &reqs[I3]);
@@ -920,14 +920,14 @@ static void bitident_case(bool is_double, size_t count, bool in_place, bool pers
         rc = ALLREDUCE_INIT(in_place ? MPI_IN_PLACE : in, out, (int)count, dt, MPI_SUM, cc->comm, MPI_INFO_NULL, &req);
         if (rc == MPI_SUCCESS) {
             rc = MPI_Start(&req);
-            if (rc == MPI_SUCCESS && cc->size > 1)
+            if (rc == MPI_SUCCESS)
                 g_p_issued++;
         }
     } else
 #endif
     {
         rc = MPI_Iallreduce(in_place ? MPI_IN_PLACE : in, out, (int)count, dt, MPI_SUM, cc->comm, &req);
-        if (rc == MPI_SUCCESS && cc->size > 1)
+        if (rc == MPI_SUCCESS)
             g_nb_issued++;
     }
     if (rc == MPI_SUCCESS)
@@ -985,17 +985,20 @@ static void section_bitident(bool quick)
 
 /* ------------------------------------------------------------------------ */
 
-/* gpurdma's MPI_T counters: with GPURDMA_EXPECT_USED=1 they must show the calls. */
+/* gpurdma's MPI_T counters, watched from the start: with GPURDMA_EXPECT_USED=1 they
+ * must show the calls. */
+static pvars g_pvars;
+static const char *const g_pvar_names[2] = { "coll_gpurdma_nonblocking_calls", "coll_gpurdma_persistent_calls" };
+
 static void check_counters(void)
 {
-    unsigned long long nb = 0, p = 0;
-    const int have_nb = read_pvar("coll_gpurdma_nonblocking_calls", &nb) == 0;
-    const int have_p = read_pvar("coll_gpurdma_persistent_calls", &p) == 0;
+    const unsigned long long nb = pvars_read(&g_pvars, 0), p = pvars_read(&g_pvars, 1);
+    const bool have_nb = g_pvars.found[0], have_p = g_pvars.found[1];
     long long mine[4] = { (long long)nb, (long long)p, g_nb_issued, g_p_issued }, sum[4];
     MPI_Allreduce(mine, sum, 4, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
     if (g_world_rank == 0)
-        printf("gpurdma took %lld of %lld MPI_Iallreduce and %lld of %lld persistent starts on communicators of "
-               "2+ ranks (MPI_T counters%s, all ranks)\n",
+        printf("gpurdma counted %lld MPI_Iallreduce (of %lld started) and %lld persistent starts (of %lld), all "
+               "ranks (MPI_T counters%s)\n",
                sum[0], sum[2], sum[1], sum[3], have_nb && have_p ? "" : " missing");
     if (!g_expect_used)
         return;
@@ -1014,7 +1017,21 @@ static void usage(void)
 {
     if (g_world_rank == 0)
         fprintf(stderr, "usage: " PROGRAM " [--quick] [--strict] [--seed N] [--print N] [--verbose] [--batch N] "
-                        "[--rounds N]\n");
+                        "[--rounds N] [--only SECTION,...]\n");
+}
+
+/* --only: the sections to run (all by default). */
+static const char *g_only;
+
+static bool selected(const char *name)
+{
+    size_t n = strlen(name);
+    if (!g_only)
+        return true;
+    for (const char *p = g_only; (p = strstr(p, name)) != NULL; p += n)
+        if ((p == g_only || p[-1] == ',') && (p[n] == ',' || p[n] == 0))
+            return true;
+    return false;
 }
 
 int main(int argc, char **argv)
@@ -1047,6 +1064,8 @@ int main(int argc, char **argv)
             g_batch = atoi(argv[++i]);
         } else if (!strcmp(argv[i], "--rounds") && i + 1 < argc) {
             g_rounds = atoi(argv[++i]);
+        } else if (!strcmp(argv[i], "--only") && i + 1 < argc) {
+            g_only = argv[++i];
         } else {
             usage();
             MPI_T_finalize();
@@ -1067,10 +1086,13 @@ int main(int argc, char **argv)
     check_types(verbose);
     create_comms();
     MPI_Op_create(user_sum, 1, &g_user_sum);
+    pvars_watch(&g_pvars, g_pvar_names, 2);
 
     t0 = MPI_Wtime();
 #define SECTION(name, call)                                                                                   \
     do {                                                                                                      \
+        if (!selected(name))                                                                                  \
+            break;                                                                                            \
         call;                                                                                                 \
         t1 = MPI_Wtime();                                                                                     \
         if (verbose && g_world_rank == 0)                                                                     \
@@ -1093,6 +1115,7 @@ int main(int argc, char **argv)
     free_comms();
     free_bufs();
     check_counters();
+    pvars_done(&g_pvars);
     MPI_T_finalize();
     check_totals(g_lib_matches, totals);
     if (g_world_rank == 0 && totals[2])
