@@ -1,23 +1,75 @@
 /*
  * A peer that does not arrive: rank 1 sleeps past coll_gpurdma_timeout before its
- * MPI_Allreduce. The others must get an MPI error (MPI_ERRORS_RETURN) within the
- * timeout plus a margin, never hang, and the late rank must fail too (its peers have
- * given up). The message naming stage and peer is checked by the runner script.
+ * allreduce. The others must get an MPI error (MPI_ERRORS_RETURN) within the timeout
+ * plus a margin, never hang, and the late rank must fail too (its peers have given
+ * up). The message naming stage and peer is checked by the runner script.
  *
- * Usage: timeout_check TIMEOUT_SECONDS (the value given as coll_gpurdma_timeout)
+ *   blocking     MPI_Allreduce
+ *   nonblocking  MPI_Iallreduce, then MPI_Wait: the error comes from MPI_Wait (or the
+ *                start), timed from the start
+ *   persistent   MPI_Allreduce_init (MPIX_ in Open MPI 4.1) on every rank before the
+ *                sleep, then MPI_Start and MPI_Wait
+ *
+ * Afterwards the broken communicator keeps failing (in the same form of call) instead
+ * of hanging, and MPI_COMM_WORLD still works.
+ *
+ * Usage: timeout_check TIMEOUT_SECONDS [blocking|nonblocking|persistent]
+ *        (TIMEOUT_SECONDS: the value given as coll_gpurdma_timeout)
  */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
+
+#if MPI_VERSION >= 4 || (defined(OMPI_MAJOR_VERSION) && OMPI_MAJOR_VERSION >= 5)
+#define ALLREDUCE_INIT MPI_Allreduce_init
+#else
+#if defined(OPEN_MPI)
+#include <mpi-ext.h>
+#endif
+#if defined(OMPI_HAVE_MPI_EXT_PCOLLREQ)
+#define ALLREDUCE_INIT MPIX_Allreduce_init
+#endif
+#endif
+
+enum { BLOCKING, NONBLOCKING, PERSISTENT };
+
+/* One allreduce in the chosen form; *req is the persistent request (made on first use). */
+static int call(int mode, const float *in, float *out, int count, MPI_Comm comm, MPI_Request *req)
+{
+    int rc;
+    if (mode == BLOCKING) return MPI_Allreduce(in, out, count, MPI_FLOAT, MPI_SUM, comm);
+    if (mode == NONBLOCKING) {
+        MPI_Request r;
+        rc = MPI_Iallreduce(in, out, count, MPI_FLOAT, MPI_SUM, comm, &r);
+        return rc == MPI_SUCCESS ? MPI_Wait(&r, MPI_STATUS_IGNORE) : rc;
+    }
+    rc = MPI_Start(req);
+    return rc == MPI_SUCCESS ? MPI_Wait(req, MPI_STATUS_IGNORE) : rc;
+}
 
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
     double timeout = argc > 1 ? atof(argv[1]) : 2.0;
-    int rank, size, failed = 0, passed = 0;
+    const char *form = argc > 2 ? argv[2] : "blocking";
+    int mode = !strcmp(form, "nonblocking") ? NONBLOCKING : !strcmp(form, "persistent") ? PERSISTENT : BLOCKING;
+    int rank, size, failed = 0, passed = 0, rc;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
+    if (mode == BLOCKING && strcmp(form, "blocking")) {
+        if (rank == 0) fprintf(stderr, "usage: timeout_check TIMEOUT [blocking|nonblocking|persistent]\n");
+        MPI_Finalize();
+        return 2;
+    }
+#ifndef ALLREDUCE_INIT
+    if (mode == PERSISTENT) {
+        if (rank == 0) printf("timeout_check: no persistent allreduce in this MPI; 0 passed, 0 failed\n");
+        MPI_Finalize();
+        return 0;
+    }
+#endif
     MPI_Comm comm;
     MPI_Comm_dup(MPI_COMM_WORLD, &comm);
     MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
@@ -34,12 +86,21 @@ int main(int argc, char **argv)
     const int count = 1 << 18; /* 1 MiB of floats: the ring path */
     float *in = malloc(sizeof(float) * count), *out = malloc(sizeof(float) * count);
     for (int i = 0; i < count; i++) in[i] = 1.0f;
+    MPI_Request preq = MPI_REQUEST_NULL;
+#ifdef ALLREDUCE_INIT
+    /* Initialised by every rank before the late one sleeps: the set-up is not what fails. */
+    if (mode == PERSISTENT &&
+        ALLREDUCE_INIT(in, out, count, MPI_FLOAT, MPI_SUM, comm, MPI_INFO_NULL, &preq) != MPI_SUCCESS) {
+        printf("rank %d: %s failed\n", rank, "persistent allreduce init");
+        failed++;
+    }
+#endif
     if (rank == 1) sleep((unsigned)(timeout * 2 + 1));
     double t0 = MPI_Wtime();
-    int rc = MPI_Allreduce(in, out, count, MPI_FLOAT, MPI_SUM, comm);
+    rc = call(mode, in, out, count, comm, &preq);
     double waited = MPI_Wtime() - t0;
     if (rc == MPI_SUCCESS) {
-        printf("rank %d: allreduce with a missing peer returned success\n", rank);
+        printf("rank %d: %s allreduce with a missing peer returned success\n", rank, form);
         failed++;
     } else if (rank != 1 && waited > timeout + 5.0) {
         printf("rank %d: error came after %.1f s, timeout was %.1f s\n", rank, waited, timeout);
@@ -48,23 +109,34 @@ int main(int argc, char **argv)
         char msg[MPI_MAX_ERROR_STRING];
         int len = 0;
         MPI_Error_string(rc, msg, &len);
-        printf("rank %d: allreduce failed as expected after %.1f s (%s)\n", rank, waited, msg);
+        printf("rank %d: %s allreduce failed as expected after %.1f s (%s)\n", rank, form, waited, msg);
         passed++;
     }
     /* The broken communicator keeps failing cleanly instead of hanging. */
     if (rank != 1) {
-        rc = MPI_Allreduce(in, out, count, MPI_FLOAT, MPI_SUM, comm);
+        t0 = MPI_Wtime();
+        rc = call(mode, in, out, count, comm, &preq);
         if (rc == MPI_SUCCESS) {
-            printf("rank %d: call on a failed communicator returned success\n", rank);
+            printf("rank %d: %s call on a failed communicator returned success\n", rank, form);
+            failed++;
+        } else if (MPI_Wtime() - t0 > 1.0) {
+            printf("rank %d: %s call on a failed communicator took %.1f s\n", rank, form, MPI_Wtime() - t0);
             failed++;
         } else {
             passed++;
         }
     }
+    if (preq != MPI_REQUEST_NULL && MPI_Request_free(&preq) != MPI_SUCCESS) {
+        printf("rank %d: MPI_Request_free of the persistent request failed\n", rank);
+        failed++;
+    }
     free(in);
     free(out);
     MPI_Comm_free(&comm);
-    /* MPI_COMM_WORLD still works: the failure stayed on its communicator. */
+    /* MPI_COMM_WORLD still works: the failure stayed on its communicator.  The late rank
+     * arrives here long after the others: a barrier (not gpurdma's) absorbs that wait,
+     * which would otherwise exceed the timeout of gpurdma's allreduce below. */
+    MPI_Barrier(MPI_COMM_WORLD);
     int total = 0;
     MPI_Allreduce(&failed, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     int all_passed = 0;
