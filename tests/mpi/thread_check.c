@@ -2,8 +2,8 @@
  * thread_check: concurrent MPI_Allreduce from THREADS threads, each on its own
  * communicator (a dup of world), under MPI_THREAD_MULTIPLE.
  *
- * gpurdma does not claim thread safety, so it must decline every communicator of
- * such a job (the runner checks the verbose line) and the calls must still be right.
+ * gpurdma takes such a job's communicators (the runner checks the verbose set-up line
+ * and that nothing was declined) and every result must be right.
  * Each thread runs CALLS allreduces of three sizes (1, 1000 and 100000 ints, SUM, and
  * MAX on doubles), every result checked; the inputs depend on thread, call and rank.
  *
