@@ -6,7 +6,9 @@
 #   a. allreduce_check --quick at 2 hosts x 2 ranks, 3 x 1 and 3+1+2 ranks;
 #   b. each run's gpurdma set-up line must name the right number of hosts, nothing declined;
 #   c. osu_allreduce at 2 x 2: MiB must cross each participating host's link;
-#   d. allreduce_check again with netem (delay 50us, loss 0.01%) on every link.
+#   d. allreduce_check again with netem (delay 50us, loss 0.01%) on every link;
+#   e. nonblocking_check --quick (MPI_Iallreduce, persistent) and thread_stress_check
+#      (MPI_THREAD_MULTIPLE) at 2 x 2, gpurdma's MPI_T counters required.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 src=${GPURDMA_SRCDIR:-$(cd "$here/../.." && pwd)}
@@ -119,6 +121,29 @@ allreduce() {
         "$(grep -h 'allreduce_check:' "$out" | tail -1); $(grep -oE -m1 '[0-9]+ ranks on [0-9]+ host\(s\)[^;]*' "$out")"
 }
 
+# checked NAME HOSTS TIMEOUT PROGRAM [PROGRAM-ARGS...] -- MPIRUN-ARGS...: a tests/mpi
+# program must pass with gpurdma used (GPURDMA_EXPECT_USED=1: its counters too)
+checked() {
+    local name=$1 hosts=$2 limit=$3 prog=$4
+    shift 4
+    local pargs=()
+    while [ "$1" != "--" ]; do pargs+=("$1"); shift; done
+    shift
+    local out start=$SECONDS rc why=""
+    out="$log_dir/$(echo "$name" | tr -c 'A-Za-z0-9' _).log"
+    job "$out" "$limit" "$@" "${on[@]}" -x GPURDMA_EXPECT_USED=1 --mca coll_gpurdma_timeout 20 "$bin/$prog" "${pargs[@]}"
+    rc=$?
+    if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then
+        why="timed out after ${limit}s"
+    elif [ $rc -ne 0 ]; then
+        why="exit code $rc"
+    else
+        why=$(check_used "$out" "$hosts")
+        [ -z "$why" ] && ! grep -q "$prog: [0-9]* passed, 0 failed" "$out" && why="no 'passed, 0 failed' summary"
+    fi
+    result "$name" "$start" "$why" "$out" "$(grep -h "$prog:" "$out" | tail -1)"
+}
+
 # link NODE: the root end of NODE's veth
 link() {
     "$cluster" counters | awk -v n="$1" '$1 == n { print $2 }'
@@ -187,6 +212,10 @@ netem_step() {
     "$cluster" netem off >/dev/null
 }
 netem_step
+
+# --- e: nonblocking, persistent and threads across hosts
+checked "nonblocking 2 hosts x 2 ranks" 2 180 nonblocking_check --quick --strict -- --host node0:2,node1:2
+checked "thread stress 2 hosts x 2 ranks" 2 120 thread_stress_check --threads 3 -- --host node0:2,node1:2
 
 echo "cluster tests took $((SECONDS - t0))s"
 echo "cluster-tests: $passed passed, $failed failed"

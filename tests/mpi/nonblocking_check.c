@@ -995,7 +995,10 @@ static void check_counters(void)
     const unsigned long long nb = pvars_read(&g_pvars, 0), p = pvars_read(&g_pvars, 1);
     const bool have_nb = g_pvars.found[0], have_p = g_pvars.found[1];
     long long mine[4] = { (long long)nb, (long long)p, g_nb_issued, g_p_issued }, sum[4];
-    MPI_Allreduce(mine, sum, 4, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
+    if (MPI_Allreduce(mine, sum, 4, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD) != MPI_SUCCESS) {
+        fail("summing the counters over MPI_COMM_WORLD failed");
+        memcpy(sum, mine, sizeof sum);
+    }
     if (g_world_rank == 0)
         printf("gpurdma counted %lld MPI_Iallreduce (of %lld started) and %lld persistent starts (of %lld), all "
                "ranks (MPI_T counters%s)\n",

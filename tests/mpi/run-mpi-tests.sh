@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# MPI integration tests: real mpirun launches with coll/gpurdma on (and once off),
+# MPI integration tests: real mpirun launches with coll/gpurdma on (and off),
 # at 1, 2, 3, 4, 5 and 8 ranks (oversubscribed), over UCX's shared-memory and tcp
 # transports. Each run must pass its own checks AND show (verbose output) that
 # gpurdma really handled the calls, or fell back where it must.
@@ -171,6 +171,44 @@ run "peer missing, ring: error, no hang np=2" timeout 120 -- -np 2 "${on[@]}" --
 # Falls back to Open MPI's ops here, hence op ^avx (Debian's op/avx saturates char sums).
 run "UCX cannot start: previous module np=2" cannot-start 120 -- -np 2 "${on[@]}" --mca op ^avx --mca coll_gpurdma_logical_nodes 1 \
     --mca coll_gpurdma_ucx_tls no_such_transport "$bin/allreduce_check" --quick
+
+# MPI_Iallreduce and persistent allreduce over the type x op matrix, many requests
+# outstanding, several communicators, ordering with blocking calls, MPI_Request_free of
+# active requests. GPURDMA_EXPECT_USED=1: gpurdma's MPI_T counters must show the calls.
+# A short coll_gpurdma_timeout turns a hang into a failure within seconds.
+nb_on=("${on[@]}" -x GPURDMA_EXPECT_USED=1 --mca coll_gpurdma_timeout 10)
+run "nonblocking np=1" none 120 -- -np 1 "${on[@]}" "$bin/nonblocking_check" --quick --strict
+run "nonblocking np=2" used 180 -- -np 2 "${nb_on[@]}" "$bin/nonblocking_check" --strict
+run "nonblocking np=3" used 120 -- -np 3 "${nb_on[@]}" "$bin/nonblocking_check" --quick --strict
+run "nonblocking np=4 2x2 logical nodes" used 120 -- -np 4 "${nb_on[@]}" --mca coll_gpurdma_logical_nodes 2 \
+    "$bin/nonblocking_check" --quick --strict
+run "nonblocking np=8" used 180 -- -np 8 "${nb_on[@]}" "$bin/nonblocking_check" --quick --strict
+run_retry "nonblocking flat over UCX tcp np=2" used 120 UCX_TLS=tcp -- -np 2 "${nb_on[@]}" \
+    --mca coll_gpurdma_logical_nodes 1 "$bin/nonblocking_check" --quick --strict
+# libnbc's (Open MPI's ops, not strict: see above).
+run "nonblocking np=2 component off (libnbc)" off 120 -- -np 2 --mca op ^avx "$bin/nonblocking_check" --quick
+run "nonblocking np=4 component off (libnbc)" off 120 -- -np 4 --mca op ^avx "$bin/nonblocking_check" --quick
+
+# MPI_THREAD_MULTIPLE: threads x communicators x sizes x ops, blocking and nonblocking;
+# with gpurdma also two threads on one communicator (one call refused).
+run "thread stress np=2" used 60 -- -np 2 "${nb_on[@]}" "$bin/thread_stress_check"
+run "thread stress np=4" used 60 -- -np 4 "${nb_on[@]}" "$bin/thread_stress_check" --threads 3
+run "thread stress np=4 2x2 logical nodes" used 60 -- -np 4 "${nb_on[@]}" --mca coll_gpurdma_logical_nodes 2 \
+    "$bin/thread_stress_check" --threads 2 --seconds 2
+run "thread stress np=2 component off" off 60 -- -np 2 --mca op ^avx "$bin/thread_stress_check"
+
+# mpi4py (Debian's python3-mpi4py) at its default thread level, MPI_THREAD_MULTIPLE.
+py=""
+for c in "${PYTHON:-}" /usr/bin/python3 python3; do
+    [ -n "$c" ] && "$c" -c 'import mpi4py, numpy' 2>/dev/null && { py=$c; break; }
+done
+if [ -z "$py" ]; then
+    echo "SKIP mpi4py: no python3 with mpi4py and numpy (Debian: python3-mpi4py python3-numpy)"
+else
+    run "mpi4py np=2" used 60 -- -np 2 "${on[@]}" "$py" "$here/mpi4py_check.py"
+    run "mpi4py np=4" used 60 -- -np 4 "${on[@]}" "$py" "$here/mpi4py_check.py"
+    run "mpi4py np=2 component off" off 60 -- -np 2 "$py" "$here/mpi4py_check.py"
+fi
 
 # Repeated calls do no set-up, registration or allocation work (MPI_T counters, heap).
 run "counters np=2 node path, 1000 calls" used 120 -- -np 2 "${on[@]}" "$bin/counters_check"
