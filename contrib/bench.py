@@ -32,8 +32,10 @@ method: the pure communication time, then a compute phase as long as it between 
 wait; overlap % = 100 * (1 - (overall - compute) / pure)): gpurdma against libnbc (Open
 MPI's MPI_Iallreduce: the same launch with gpurdma at priority 0), with gpurdma's blocking
 latency (osu_allreduce, same counts) beside the pure time. OSU's iteration counts (1000
-and 200, 100 and 10 above 8 KiB), 8 B - 16 MiB unless --max/--nb-iters say otherwise.
-Writes iallreduce.csv and one iallreduce-*.png per run (overlap %, pure time).
+and 200, 100 and 10 above 8 KiB; on the cluster, where a call takes milliseconds, 100 and
+10 at every size), 8 B - 16 MiB unless --max/--nb-iters say otherwise. Writes
+iallreduce.csv, iallreduce-commands.txt and one iallreduce-*.png per run (overlap %, pure
+time).
 """
 import argparse
 import contextlib
@@ -171,7 +173,8 @@ def main():
                     help="MPI_Iallreduce with osu_iallreduce (OSU's overlap method): gpurdma against libnbc, with "
                          "gpurdma's blocking latency beside; iallreduce.csv and iallreduce-*.png")
     ap.add_argument("--nb-iters", type=int, default=None,
-                    help="with --nonblocking: iterations at every size (warm-up a tenth) instead of OSU's counts")
+                    help="with --nonblocking: iterations at every size (warm-up a tenth) instead of OSU's counts "
+                         f"({NB_CLUSTER_ITERS} on the cluster)")
     ap.add_argument("--cluster", default="",
                     help="HOSTSxRANKS, e.g. 2x2: also run on the namespace cluster (contrib/cluster.sh, root)")
     args = ap.parse_args()
@@ -328,6 +331,7 @@ NB_CONFIGS = {"libnbc": CONFIGS["tuned"], "gpurdma": CONFIGS["gpurdma"]}
 BLOCKING = "gpurdma-blocking"  # gpurdma's MPI_Allreduce, for the pure time's target
 NB_TARGET_FROM = 64 << 10  # the issue's targets hold from 64 KiB
 NB_PURE_SLACK = 1.10  # gpurdma's pure time: at most its blocking latency + 10%
+NB_CLUSTER_ITERS = 100  # iterations at every size on the namespace cluster (warm-up a tenth)
 
 
 def osu_table(stdout):
@@ -350,14 +354,19 @@ def run_table(cmd, timeout):
     return osu_table(out.stdout)
 
 
+def nb_counts(args, on_cluster):
+    """osu_iallreduce's -i/-x: none (OSU's own counts) on one host; on the cluster, where a
+    call takes milliseconds, OSU's large-size counts at every size; --nb-iters everywhere."""
+    iters = args.nb_iters or (NB_CLUSTER_ITERS if on_cluster else None)
+    return [] if iters is None else ["-i", str(iters), "-x", str(max(1, iters // 10))]
+
+
 def bench_nonblocking(args, runs):
     binaries = [("osu-compat", os.path.join(BUILD, "osu-compat", "osu_iallreduce"))]
     real = shutil.which("osu_iallreduce")
     if real:
         binaries.append(("osu", real))
     blocking = os.path.join(BUILD, "osu-compat", "osu_allreduce")
-    counts = [] if args.nb_iters is None else ["-i", str(args.nb_iters), "-x", str(max(1, args.nb_iters // 10))]
-    sweep = ["-m", f"{args.min}:{args.max}", "-T", args.type, "-f"] + counts
     os.makedirs(args.out, exist_ok=True)
     samples = {}  # (bench, label, np) -> size -> config -> [row per round]
     commands = []
@@ -365,6 +374,7 @@ def bench_nonblocking(args, runs):
         for label, np_, on_cluster, scenario in runs:
             key = (bench, label, np_)
             launch = launcher(np_, on_cluster, scenario) + ["-np", str(np_)]
+            sweep = ["-m", f"{args.min}:{args.max}", "-T", args.type, "-f"] + nb_counts(args, on_cluster)
             jobs = [(c, launch + mca + args.mpirun_arg + [binary] + sweep) for c, mca in NB_CONFIGS.items()]
             jobs.append((BLOCKING, launch + CONFIGS["gpurdma"] + args.mpirun_arg + [blocking] + sweep))
             with busy_beside(scenario) as busy:
@@ -381,7 +391,7 @@ def bench_nonblocking(args, runs):
                    for size, configs in sizes.items()}
              for key, sizes in samples.items()}
     write_nonblocking_csv(args, samples, table)
-    with open(os.path.join(args.out, "commands.txt"), "w") as f:
+    with open(os.path.join(args.out, "iallreduce-commands.txt"), "w") as f:
         f.write("\n".join(commands) + "\n")
     print_nonblocking(args, table)
     plot_nonblocking(args, table)
