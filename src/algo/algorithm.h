@@ -34,6 +34,16 @@ public:
     // Done. Unsupported: the same answer on every rank, nothing sent; another path
     // takes the call. Another error: names the stage (and the peer, if any).
     virtual Status start(const Call &call) = 0;
+    // Before a call is queued (nonblocking) or planned ahead (persistent), in the thread
+    // that starts it, on every rank alike: whatever start() would do that talks to every
+    // rank through the bootstrap (a set-up on first use), and whatever planning can be
+    // done ahead (schedules). start() may then run from any thread's progress. Cheap
+    // once done; Unsupported as for start().
+    virtual Status prepare(const Call &call)
+    {
+        (void)call;
+        return Status::ok();
+    }
     // After Done: the bookkeeping of the finished call (sequence numbers, counters).
     virtual void finish() {}
     // The per-algorithm counter a completed call adds to (gpurdma_comm_stats_t).

@@ -17,6 +17,12 @@ Status ScheduleAllreduce::start(const Call &call)
     return Status::ok();
 }
 
+Status ScheduleAllreduce::prepare(const Call &call)
+{
+    (void)schedule_for(call.count, reduce::dtype_size(call.dtype), call.in_place(), algorithm_);
+    return Status::ok();
+}
+
 void ScheduleAllreduce::start_schedule(const plan::Schedule &schedule, const Call &call)
 {
     schedule_ = &schedule;

@@ -29,6 +29,8 @@ public:
     // The call's schedule for the set algorithm from the cache (built on first use),
     // and its executor.
     Status start(const Call &call) override;
+    // Builds (and caches) the call's schedule for the set algorithm.
+    Status prepare(const Call &call) override;
     // Runs `schedule` (which must outlive the call) for `call` instead: set-up's
     // calibration ping-pong.
     void start_schedule(const plan::Schedule &schedule, const Call &call);

@@ -7,8 +7,38 @@
 #include "core/comm.h"
 #include "core/context.h"
 #include "core/params.h"
+#include "core/request.h"
 #include "gpu/cuda_driver.h"
 #include "gpurdma/gpurdma.h"
+
+namespace {
+
+// The argument checks every allreduce entry point shares; the call (sendbuf NULL: in place).
+gpurdma_status_t check_call(gpurdma_comm_t *comm, const void *sendbuf, void *recvbuf, size_t count,
+                            gpurdma_dtype_t dtype, gpurdma_op_t op, gpurdma::algo::Call *call)
+{
+    if (!comm || (count > 0 && !recvbuf)) return GPURDMA_ERR_INVALID;
+    if (static_cast<unsigned>(dtype) >= GPURDMA_DTYPE_COUNT || static_cast<unsigned>(op) >= GPURDMA_OP_COUNT)
+        return GPURDMA_ERR_UNSUPPORTED;
+    const bool in_place = sendbuf == nullptr || sendbuf == recvbuf;
+    *call = gpurdma::algo::Call{in_place ? nullptr : sendbuf, recvbuf, count, dtype, op};
+    return GPURDMA_OK;
+}
+
+template <class Body> gpurdma_status_t guarded(gpurdma_comm_t *comm, const char *what, Body body)
+{
+    try {
+        return body();
+    } catch (const std::bad_alloc &) {
+        comm->last_error = comm->name + ": out of memory " + what;
+        return GPURDMA_ERR_NO_RESOURCE;
+    } catch (const std::exception &e) {
+        comm->last_error = comm->name + ": " + e.what();
+        return GPURDMA_ERR_TRANSPORT;
+    }
+}
+
+}  // namespace
 
 extern "C" {
 
@@ -48,7 +78,12 @@ void gpurdma_context_destroy(gpurdma_context_t *context)
 
 int gpurdma_context_progress(gpurdma_context_t *context)
 {
-    return context && context->ucx ? static_cast<int>(context->ucx->progress()) : 0;
+    if (!context) return 0;
+    try {
+        return context->progress();
+    } catch (const std::exception &) {
+        return 0;  // the failing call reports itself on its next step
+    }
 }
 
 gpurdma_status_t gpurdma_comm_create(gpurdma_context_t *context, const gpurdma_comm_params_t *params,
@@ -70,21 +105,66 @@ void gpurdma_comm_destroy(gpurdma_comm_t *comm)
     delete comm;
 }
 
+
 gpurdma_status_t gpurdma_allreduce(gpurdma_comm_t *comm, const void *sendbuf, void *recvbuf, size_t count,
                                    gpurdma_dtype_t dtype, gpurdma_op_t op)
 {
-    if (!comm || (count > 0 && !recvbuf)) return GPURDMA_ERR_INVALID;
-    if (static_cast<unsigned>(dtype) >= GPURDMA_DTYPE_COUNT || static_cast<unsigned>(op) >= GPURDMA_OP_COUNT)
-        return GPURDMA_ERR_UNSUPPORTED;
+    gpurdma::algo::Call call;
+    const gpurdma_status_t checked = check_call(comm, sendbuf, recvbuf, count, dtype, op, &call);
+    if (checked != GPURDMA_OK) return checked;
+    return guarded(comm, "planning the allreduce", [&] { return comm->allreduce(call); });
+}
+
+gpurdma_status_t gpurdma_iallreduce(gpurdma_comm_t *comm, const void *sendbuf, void *recvbuf, size_t count,
+                                    gpurdma_dtype_t dtype, gpurdma_op_t op, gpurdma_complete_fn_t complete, void *arg,
+                                    gpurdma_request_t **request)
+{
+    if (!request) return GPURDMA_ERR_INVALID;
+    *request = nullptr;
+    gpurdma::algo::Call call;
+    const gpurdma_status_t checked = check_call(comm, sendbuf, recvbuf, count, dtype, op, &call);
+    if (checked != GPURDMA_OK) return checked;
+    return guarded(comm, "starting a nonblocking allreduce",
+                   [&] { return comm->iallreduce(call, complete, arg, request); });
+}
+
+gpurdma_status_t gpurdma_allreduce_init(gpurdma_comm_t *comm, const void *sendbuf, void *recvbuf, size_t count,
+                                        gpurdma_dtype_t dtype, gpurdma_op_t op, gpurdma_complete_fn_t complete,
+                                        void *arg, gpurdma_request_t **request)
+{
+    if (!request) return GPURDMA_ERR_INVALID;
+    *request = nullptr;
+    gpurdma::algo::Call call;
+    const gpurdma_status_t checked = check_call(comm, sendbuf, recvbuf, count, dtype, op, &call);
+    if (checked != GPURDMA_OK) return checked;
+    return guarded(comm, "planning a persistent allreduce",
+                   [&] { return comm->allreduce_init(call, complete, arg, request); });
+}
+
+gpurdma_status_t gpurdma_request_start(gpurdma_request_t *request)
+{
+    if (!request || !request->comm) return GPURDMA_ERR_INVALID;
+    return guarded(request->comm, "starting a persistent allreduce", [&] { return request->comm->start(*request); });
+}
+
+int gpurdma_request_test(gpurdma_request_t *request)
+{
+    if (!request || !request->comm) return 1;
     try {
-        return comm->allreduce(sendbuf, recvbuf, count, dtype, op);
-    } catch (const std::bad_alloc &) {
-        comm->last_error = comm->name + ": out of memory planning the allreduce";
-        return GPURDMA_ERR_NO_RESOURCE;
-    } catch (const std::exception &e) {
-        comm->last_error = comm->name + ": " + e.what();
-        return GPURDMA_ERR_TRANSPORT;
+        return request->comm->test(*request);
+    } catch (const std::exception &) {
+        return 0;
     }
+}
+
+int gpurdma_request_free(gpurdma_request_t *request)
+{
+    if (!request) return 0;
+    if (!request->comm) {  // orphaned: its communicator is gone
+        delete request;
+        return 0;
+    }
+    return request->comm->release(request);
 }
 
 int gpurdma_is_device_memory(const void *ptr)
@@ -115,7 +195,7 @@ const char *gpurdma_comm_last_error(const gpurdma_comm_t *comm)
 
 void gpurdma_context_get_stats(const gpurdma_context_t *context, gpurdma_comm_stats_t *stats)
 {
-    if (context && stats) *stats = context->totals;
+    if (context && stats) *stats = context->read_totals();
 }
 
 void gpurdma_comm_get_stats(const gpurdma_comm_t *comm, gpurdma_comm_stats_t *stats)

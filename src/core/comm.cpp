@@ -1,5 +1,6 @@
 #include "core/comm.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <utility>
@@ -9,6 +10,50 @@
 #include "reduce/reduce.h"
 
 using gpurdma::Status;
+using gpurdma::exec::State;
+using Kind = gpurdma_request::Kind;
+using Phase = gpurdma_request::Phase;
+
+void gpurdma_comm::Engine::lock()
+{
+    mutex_.lock();
+    owner_.store(std::this_thread::get_id(), std::memory_order_relaxed);
+}
+
+bool gpurdma_comm::Engine::try_lock()
+{
+    // Never try a mutex this thread holds (undefined for std::mutex): it is busy anyway.
+    if (held_by_this_thread() || !mutex_.try_lock()) return false;
+    owner_.store(std::this_thread::get_id(), std::memory_order_relaxed);
+    return true;
+}
+
+void gpurdma_comm::Engine::unlock()
+{
+    owner_.store(std::thread::id(), std::memory_order_relaxed);
+    mutex_.unlock();
+}
+
+// Calls that start a collective on one communicator must not overlap (MPI makes it
+// erroneous); two that do would interleave their data. One atomic exchange tells.
+class gpurdma_comm::Starting {
+public:
+    explicit Starting(std::atomic<bool> &flag) : flag_(flag), alone_(!flag.exchange(true, std::memory_order_acquire)) {}
+    ~Starting()
+    {
+        if (alone_) flag_.store(false, std::memory_order_release);
+    }
+    bool alone() const { return alone_; }
+
+private:
+    std::atomic<bool> &flag_;
+    const bool alone_;
+};
+
+gpurdma::exec::State gpurdma_request::advance()
+{
+    return comm->advance_call(*this);
+}
 
 gpurdma_comm::gpurdma_comm(gpurdma_context *ctx, const gpurdma_comm_params_t &params)
     : context(ctx),
@@ -21,17 +66,43 @@ gpurdma_comm::gpurdma_comm(gpurdma_context *ctx, const gpurdma_comm_params_t &pa
 
 gpurdma_comm::~gpurdma_comm()
 {
+    {
+        std::lock_guard<Engine> hold(engine_);
+        // Calls still in flight (the caller freed the communicator, or their requests)
+        // complete first: every rank does the same, bounded by the timeout.
+        while (!queue_.empty()) {
+            gpurdma_request &front = *queue_.front();
+            struct Drain : gpurdma::exec::Task {
+                gpurdma_comm &comm;
+                explicit Drain(gpurdma_comm &c) : comm(c) {}
+                State advance() override
+                {
+                    return comm.drive_queue(), comm.queue_.empty() ? State::Done : State::Running;
+                }
+                uint64_t position() const override { return comm.stats.calls + comm.queue_.size(); }
+                std::string describe_wait() const override { return comm.queue_.front()->describe_wait(); }
+                std::string describe_failure() const override { return comm.last_error; }
+            } drain(*this);
+            (void)loop_for(front).run(drain);  // each call fails itself at its own timeout
+        }
+        context->deactivate(this);
+        for (gpurdma_request *r : persistent_) r->comm = nullptr;  // the caller frees them later
+        persistent_.clear();
+    }
     // Per-communicator counters: set-up work happens once, never per call.
     if (stats.calls > 0 && context->log.enabled(rank == 0 ? 1 : 2))
         context->log.log(
             rank == 0 ? 1 : 2,
             "%s: rank %d freed after %llu calls (node %llu, ring %llu, recursive doubling %llu, "
-            "hierarchical %llu); set-ups %llu, UCX registrations %llu, shared segments %llu, bytes sent %llu",
+            "hierarchical %llu, nonblocking %llu, persistent %llu); set-ups %llu, UCX registrations %llu, "
+            "shared segments %llu, bytes sent %llu",
             name.c_str(), rank, static_cast<unsigned long long>(stats.calls),
             static_cast<unsigned long long>(stats.node_calls), static_cast<unsigned long long>(stats.ring_calls),
             static_cast<unsigned long long>(stats.rd_calls), static_cast<unsigned long long>(stats.hier_calls),
-            static_cast<unsigned long long>(stats.setups), static_cast<unsigned long long>(stats.registrations),
-            static_cast<unsigned long long>(stats.shm_segments), static_cast<unsigned long long>(stats.bytes_put));
+            static_cast<unsigned long long>(stats.nonblocking_calls),
+            static_cast<unsigned long long>(stats.persistent_calls), static_cast<unsigned long long>(stats.setups),
+            static_cast<unsigned long long>(stats.registrations), static_cast<unsigned long long>(stats.shm_segments),
+            static_cast<unsigned long long>(stats.bytes_put));
     selector_.reset();
     team_.reset();
 }
@@ -39,7 +110,7 @@ gpurdma_comm::~gpurdma_comm()
 void gpurdma_comm::tally(uint64_t gpurdma_comm_stats_t::*field, uint64_t n)
 {
     stats.*field += n;
-    context->totals.*field += n;
+    context->add_total(field, n);
 }
 
 gpurdma_status_t gpurdma_comm::fail(gpurdma_status_t status, const std::string &message)
@@ -76,45 +147,7 @@ Status gpurdma_comm::ensure_host_team()
     return Status::ok();
 }
 
-Status gpurdma_comm::host_allreduce(const gpurdma::algo::Call &call)
-{
-    Status st = ensure_host_team();
-    if (!st.is_ok()) return st;
-    gpurdma::algo::Algorithm &algorithm = selector_->choose(call);
-    st = algorithm.start(call);
-    if (!st.is_ok()) return st;
-    if (context->log.enabled(2))
-        context->log.log(2, "%s: allreduce %zu x %s %s: %s (call %llu; registrations so far %llu)", name.c_str(),
-                         call.count, gpurdma_dtype_name(call.dtype), gpurdma_op_name(call.op),
-                         algorithm.describe_call().c_str(), static_cast<unsigned long long>(stats.calls + 1),
-                         static_cast<unsigned long long>(stats.registrations));
-    st = team_->loop().run(algorithm);
-    if (!st.is_ok()) return st;
-    algorithm.finish();
-    tally(&gpurdma_comm_stats_t::calls);
-    tally(algorithm.counter());
-    tally(&gpurdma_comm_stats_t::bytes_put, team_->bytes_sent() - stats.bytes_put);
-    return Status::ok();
-}
-
-const gpurdma::exec::ProgressLoop &gpurdma_comm::device_loop()
-{
-    // The host's policy (placement-based spin or yield) once its team has decided it;
-    // until then the placement is unknown, so yield when idle, as device waits always did.
-    const bool from_team = team_ != nullptr;
-    if (!device_loop_ || device_loop_from_team_ != from_team) {
-        gpurdma::exec::WaitPolicy policy{true, context->config.spin_us, context->config.timeout_s};
-        if (team_) policy = team_->loop().policy();
-        device_loop_.emplace(policy, gpurdma::exec::WaitSite{name, rank, context->host});
-        device_loop_from_team_ = from_team;
-    }
-    return *device_loop_;
-}
-
-// GPU buffers: the device allreduce under the same progress loop as every other
-// algorithm, or, where it is unsupported or declined (the same on every rank),
-// staging through host memory and the host path.
-gpurdma_status_t gpurdma_comm::device_allreduce(const gpurdma::algo::Call &call)
+gpurdma::gpu::DeviceAllreduce &gpurdma_comm::device()
 {
     if (!device_) {
         gpurdma::gpu::DeviceSetup setup;
@@ -129,46 +162,322 @@ gpurdma_status_t gpurdma_comm::device_allreduce(const gpurdma::algo::Call &call)
         setup.ucx = [ctx = context](std::string *why) { return ctx->transport(why); };
         device_ = std::make_unique<gpurdma::gpu::DeviceAllreduce>(std::move(setup));
     }
-    Status st = device_->start(call);
-    if (st.is_ok()) {
-        st = device_loop().run(*device_);
-        if (st.is_ok()) {
-            device_->finish();
-            tally(&gpurdma_comm_stats_t::calls);
-            tally(device_->counter());
-            return GPURDMA_OK;
-        }
-        if (!st.is_unsupported()) device_->abandon();  // peers stop waiting for this rank
-    }
-    if (!st.is_unsupported()) return fail(st.code(), st.message());
-    gpurdma_status_t host_status = GPURDMA_OK;  // the host path records its own failures
-    st = staging_.run(call, [&](const gpurdma::algo::Call &host) {
-        host_status = allreduce(host.sendbuf, host.recvbuf, host.count, host.dtype, host.op);
-        return host_status == GPURDMA_OK ? Status::ok() : Status::error(host_status, last_error);
-    });
-    if (st.is_ok()) return GPURDMA_OK;
-    return host_status != GPURDMA_OK ? host_status : fail(st.code(), st.message());
+    return *device_;
 }
 
-gpurdma_status_t gpurdma_comm::allreduce(const void *sendbuf, void *recvbuf, size_t count, gpurdma_dtype_t dtype,
-                                         gpurdma_op_t op)
+const gpurdma::exec::ProgressLoop &gpurdma_comm::device_loop()
 {
+    // Without a host team the placement is unknown: yield when idle, as device waits always did.
+    if (!device_loop_)
+        device_loop_.emplace(gpurdma::exec::WaitPolicy{true, context->config.spin_us, context->config.timeout_s},
+                             gpurdma::exec::WaitSite{name, rank, context->host});
+    return *device_loop_;
+}
+
+const gpurdma::exec::ProgressLoop &gpurdma_comm::loop_for(const gpurdma_request &request)
+{
+    (void)request;
+    return team_ ? team_->loop() : device_loop();
+}
+
+Status gpurdma_comm::prepare(const gpurdma::algo::Call &call, bool device_buffers, Kind kind)
+{
+    if (size == 1 && !device_buffers) return Status::ok();
+    // GPU buffers that the device path declines go through host memory and the host
+    // path, whose team is set up now too: a queued call cannot set up later, from
+    // another thread's progress.
+    const Status host = size == 1 ? Status::ok() : ensure_host_team();
+    // A blocking call on GPU buffers: the device path decides in start(), and a decline
+    // without a host path is still handed on.
+    if (device_buffers && kind == Kind::Blocking) return Status::ok();
+    if (!host.is_ok()) return host;
+    if (device_buffers) {
+        const Status dev = device().prepare(call);
+        if (!dev.is_ok() && !dev.is_unsupported()) return dev;  // unsupported: staged, on the host path
+    }
+    // A persistent call's schedule now (the staged one has the same shape), not at its starts.
+    if (kind == Kind::Persistent && size > 1) return selector_->choose(call).prepare(call);
+    return Status::ok();
+}
+
+State gpurdma_comm::begin_host(gpurdma_request &r, const gpurdma::algo::Call &call, Phase phase)
+{
+    ++r.moves;
+    r.phase = phase;
+    if (size == 1) {  // a single rank: its data is the result
+        if (!call.in_place())
+            std::memmove(call.recvbuf, call.sendbuf, call.count * gpurdma::reduce::dtype_size(call.dtype));
+        r.algorithm = nullptr;
+        return State::Done;
+    }
+    gpurdma::algo::Algorithm &algorithm = selector_->choose(call);
+    const Status st = algorithm.start(call);
+    if (!st.is_ok()) return failed(r, st);
+    r.algorithm = &algorithm;
+    if (context->log.enabled(2))
+        context->log.log(
+            2, "%s: allreduce %zu x %s %s: %s%s (call %llu; registrations so far %llu)", name.c_str(), call.count,
+            gpurdma_dtype_name(call.dtype), gpurdma_op_name(call.op), algorithm.describe_call().c_str(),
+            r.kind == Kind::Nonblocking  ? ", nonblocking"
+            : r.kind == Kind::Persistent ? ", persistent"
+                                         : "",
+            static_cast<unsigned long long>(stats.calls + 1), static_cast<unsigned long long>(stats.registrations));
+    return State::Running;
+}
+
+State gpurdma_comm::begin_staged(gpurdma_request &r)
+{
+    // Every rank reaches this alike (the device path's answer is agreed). Without a host
+    // path (its set-up declined) only a blocking call can still be handed on.
+    if (size > 1 && !selector_) return State::Declined;
+    const Status in = staging_.stage_in(r.call, &r.host_call);
+    if (!in.is_ok()) return failed(r, in);
+    return begin_host(r, r.host_call, Phase::Staged);
+}
+
+State gpurdma_comm::begin(gpurdma_request &r)
+{
+    if (r.call.count == 0) {  // nothing to reduce; it still takes its turn
+        ++r.moves;
+        return State::Done;
+    }
+    if (!r.device) return begin_host(r, r.call, Phase::Host);
+    ++r.moves;
+    const Status st = device().start(r.call);
+    if (st.is_unsupported()) return begin_staged(r);
+    if (!st.is_ok()) return failed(r, st);
+    r.phase = Phase::Device;
+    r.algorithm = device_.get();
+    return State::Running;
+}
+
+State gpurdma_comm::failed(gpurdma_request &r, const Status &status)
+{
+    r.failure = status.message();
+    return State::Failed;
+}
+
+State gpurdma_comm::advance_call(gpurdma_request &r)
+{
+    if (r.phase == Phase::Started) return begin(r);
+    if (!r.algorithm) return State::Done;
+    const State st = r.algorithm->advance();
+    if (st == State::Running) return st;
+    if (st == State::Failed) {
+        r.failure = r.algorithm->describe_failure();
+        return st;
+    }
+    if (st == State::Declined) {  // the device path: some rank cannot share its buffers
+        r.algorithm = nullptr;
+        return begin_staged(r);
+    }
+    r.algorithm->finish();
+    tally(r.algorithm->counter());
+    if (team_ && r.phase != Phase::Device)
+        tally(&gpurdma_comm_stats_t::bytes_put, team_->bytes_sent() - stats.bytes_put);
+    r.algorithm = nullptr;
+    if (r.phase == Phase::Staged) {
+        const Status out = staging_.stage_out(r.call);
+        if (!out.is_ok()) return failed(r, out);
+    }
+    return State::Done;
+}
+
+void gpurdma_comm::report(gpurdma_request &r, gpurdma_status_t status)
+{
+    r.phase = Phase::Idle;
+    r.algorithm = nullptr;
+    r.result = status;
+    if (r.kind == Kind::Blocking) return;
+    r.active.store(false, std::memory_order_release);
+    if (r.complete) r.complete(r.arg, status);
+    if (r.detached) {
+        persistent_.erase(&r);
+        delete &r;
+    }
+}
+
+void gpurdma_comm::conclude(gpurdma_request &r, State state, const Status &result)
+{
+    if (state == State::Done) {
+        tally(&gpurdma_comm_stats_t::calls);
+        if (r.kind == Kind::Nonblocking) tally(&gpurdma_comm_stats_t::nonblocking_calls);
+        if (r.kind == Kind::Persistent) tally(&gpurdma_comm_stats_t::persistent_calls);
+        report(r, GPURDMA_OK);
+        return;
+    }
+    if (state == State::Declined && r.kind == Kind::Blocking) {  // handed on, the communicator intact
+        report(r, GPURDMA_ERR_UNSUPPORTED);
+        return;
+    }
+    if (r.phase == Phase::Device) device_->abandon();  // peers stop waiting for this rank
+    const Status st = state == State::Declined
+                          ? Status::error(GPURDMA_ERR_TRANSPORT, name +
+                                                                     ": the GPU buffers of a queued call cannot "
+                                                                     "be staged: the host path declined at set-up")
+                          : result;
+    report(r, fail(st.code(), st.message()));
+}
+
+int gpurdma_comm::drive_queue()
+{
+    int events = 0;
+    while (!queue_.empty()) {
+        gpurdma_request &front = *queue_.front();
+        Status result;
+        const State st = loop_for(front).step(front, front.clock, &result);
+        if (st == State::Running) return events;
+        queue_.pop_front();
+        ++events;
+        conclude(front, st, result);
+        if (!broken_) continue;
+        // What was queued behind a failure cannot run: the peers' calls stopped too.
+        while (!queue_.empty()) {
+            gpurdma_request &next = *queue_.front();
+            queue_.pop_front();
+            report(next, GPURDMA_ERR_BROKEN);
+        }
+    }
+    return events;
+}
+
+void gpurdma_comm::enqueue(gpurdma_request &r)
+{
+    r.phase = Phase::Started;
+    r.failure.clear();
+    r.clock = gpurdma::exec::IdleClock();
+    if (r.kind != Kind::Blocking) r.active.store(true, std::memory_order_release);
+    queue_.push_back(&r);
+    context->activate(this);
+}
+
+int gpurdma_comm::poll(bool *idle)
+{
+    if (!engine_.try_lock()) return 0;  // another thread drives it (and will again)
+    const int events = drive_queue();
+    *idle = queue_.empty();
+    engine_.unlock();
+    return events;
+}
+
+gpurdma_status_t gpurdma_comm::allreduce(const gpurdma::algo::Call &call)
+{
+    Starting starting(starting_);
+    if (!starting.alone()) return GPURDMA_ERR_CONCURRENT;
+    std::lock_guard<Engine> hold(engine_);
     if (broken_) return GPURDMA_ERR_BROKEN;  // last_error still names the first failure
-    if (!gpurdma::reduce::supported(op, dtype)) return GPURDMA_ERR_UNSUPPORTED;
-    const bool in_place = sendbuf == nullptr || sendbuf == recvbuf;
-    if (count == 0) return GPURDMA_OK;
+    if (!gpurdma::reduce::supported(call.op, call.dtype)) return GPURDMA_ERR_UNSUPPORTED;
+    if (call.count == 0) return GPURDMA_OK;
     // GPU buffers arrive as raw pointers from a non-CUDA-aware Open MPI: recognise them
     // before anything touches them from the CPU.
-    const gpurdma::algo::Call call{in_place ? nullptr : sendbuf, recvbuf, count, dtype, op};
-    if (gpurdma::gpu::touches_device_memory(call)) return device_allreduce(call);
-    if (size == 1) {
-        if (!in_place) std::memcpy(recvbuf, sendbuf, count * gpurdma::reduce::dtype_size(dtype));
-        tally(&gpurdma_comm_stats_t::calls);
-        return GPURDMA_OK;
+    const bool device_buffers = gpurdma::gpu::touches_device_memory(call);
+    const Status ready = prepare(call, device_buffers, Kind::Blocking);
+    if (ready.is_unsupported()) return GPURDMA_ERR_UNSUPPORTED;  // handed on, the communicator intact
+    if (!ready.is_ok()) return fail(ready.code(), ready.message());
+    gpurdma_request r(this, Kind::Blocking, call, device_buffers);
+    if (queue_.empty()) {
+        // Nothing in flight: the call runs at once under its loop.
+        r.phase = Phase::Started;
+        const Status st = loop_for(r).run(r);
+        conclude(r, st.is_ok() ? State::Done : st.is_unsupported() ? State::Declined : State::Failed, st);
+        return r.result;
     }
-    const Status st = host_allreduce(call);
-    if (st.is_ok()) return GPURDMA_OK;
-    // A set-up that declined hands the call on, the communicator intact.
-    if (st.is_unsupported()) return GPURDMA_ERR_UNSUPPORTED;
-    return fail(st.code(), st.message());
+    // Behind nonblocking calls: the queue runs until this one has ended.
+    enqueue(r);
+    struct UntilDone : gpurdma::exec::Task {
+        gpurdma_comm &comm;
+        gpurdma_request &mine;
+        UntilDone(gpurdma_comm &c, gpurdma_request &m) : comm(c), mine(m) {}
+        State advance() override
+        {
+            comm.drive_queue();
+            return mine.phase == Phase::Idle ? State::Done : State::Running;
+        }
+        uint64_t position() const override { return comm.stats.calls + comm.queue_.size() + mine.position(); }
+        std::string describe_wait() const override { return comm.queue_.front()->describe_wait(); }
+        std::string describe_failure() const override { return comm.last_error; }
+    } until_done(*this, r);
+    const Status st = loop_for(r).run(until_done);
+    if (!st.is_ok() && r.phase != Phase::Idle) {
+        // The loop's own timeout (the calls' clocks normally fire first): everything queued fails.
+        queue_.erase(std::find(queue_.begin(), queue_.end(), &r));
+        conclude(r, State::Failed, st);
+        drive_queue();
+    }
+    return r.result;
+}
+
+gpurdma_status_t gpurdma_comm::iallreduce(const gpurdma::algo::Call &call, gpurdma_complete_fn_t complete, void *arg,
+                                          gpurdma_request **out)
+{
+    Starting starting(starting_);
+    if (!starting.alone()) return GPURDMA_ERR_CONCURRENT;
+    std::lock_guard<Engine> hold(engine_);
+    if (broken_) return GPURDMA_ERR_BROKEN;
+    if (!gpurdma::reduce::supported(call.op, call.dtype)) return GPURDMA_ERR_UNSUPPORTED;
+    const bool device_buffers = call.count > 0 && gpurdma::gpu::touches_device_memory(call);
+    if (call.count > 0) {
+        const Status ready = prepare(call, device_buffers, Kind::Nonblocking);
+        if (ready.is_unsupported()) return GPURDMA_ERR_UNSUPPORTED;
+        if (!ready.is_ok()) return fail(ready.code(), ready.message());
+    }
+    auto *r = new gpurdma_request(this, Kind::Nonblocking, call, device_buffers, complete, arg);
+    *out = r;
+    enqueue(*r);
+    drive_queue();  // as far as it goes without waiting: the data starts moving now
+    return GPURDMA_OK;
+}
+
+gpurdma_status_t gpurdma_comm::allreduce_init(const gpurdma::algo::Call &call, gpurdma_complete_fn_t complete,
+                                              void *arg, gpurdma_request **out)
+{
+    Starting starting(starting_);
+    if (!starting.alone()) return GPURDMA_ERR_CONCURRENT;
+    std::lock_guard<Engine> hold(engine_);
+    if (broken_) return GPURDMA_ERR_BROKEN;
+    if (!gpurdma::reduce::supported(call.op, call.dtype)) return GPURDMA_ERR_UNSUPPORTED;
+    const bool device_buffers = call.count > 0 && gpurdma::gpu::touches_device_memory(call);
+    if (call.count > 0) {
+        const Status ready = prepare(call, device_buffers, Kind::Persistent);
+        if (ready.is_unsupported()) return GPURDMA_ERR_UNSUPPORTED;
+        if (!ready.is_ok()) return fail(ready.code(), ready.message());
+    }
+    auto *r = new gpurdma_request(this, Kind::Persistent, call, device_buffers, complete, arg);
+    persistent_.insert(r);
+    *out = r;
+    return GPURDMA_OK;
+}
+
+gpurdma_status_t gpurdma_comm::start(gpurdma_request &r)
+{
+    Starting starting(starting_);
+    if (!starting.alone()) return GPURDMA_ERR_CONCURRENT;
+    std::lock_guard<Engine> hold(engine_);
+    if (r.kind != Kind::Persistent || r.active.load(std::memory_order_acquire)) return GPURDMA_ERR_INVALID;
+    if (broken_) return GPURDMA_ERR_BROKEN;
+    enqueue(r);
+    drive_queue();
+    return GPURDMA_OK;
+}
+
+int gpurdma_comm::test(gpurdma_request &r)
+{
+    if (!r.active.load(std::memory_order_acquire)) return 1;
+    if (engine_.try_lock()) {
+        drive_queue();
+        engine_.unlock();
+    }
+    return r.active.load(std::memory_order_acquire) ? 0 : 1;
+}
+
+int gpurdma_comm::release(gpurdma_request *r)
+{
+    std::lock_guard<Engine> hold(engine_);
+    if (r->active.load(std::memory_order_acquire)) {
+        r->detached = true;
+        return 1;
+    }
+    persistent_.erase(r);
+    delete r;
+    return 0;
 }

@@ -1,18 +1,27 @@
-// The state behind gpurdma_comm_t: the communicator's dispatch. A call is checked,
-// its memory kind found (GPU buffers go to the device path, or through host staging),
-// then the host team is set up on first use, the selector names the algorithm, and
-// the algorithm runs under the host team's progress loop. Nothing here knows an
+// The state behind gpurdma_comm_t: the communicator's dispatch and its queue of calls.
+// A call is checked, its memory kind found, and whatever needs every rank (the host
+// team's set-up on first use, the device team's) is done by the thread that starts it;
+// then the call runs: at once under the progress loop (a blocking call with nothing
+// queued), or queued behind the calls started before it and advanced by whoever
+// drives the communicator (the context's progress, a test, a later blocking call).
+// Each call begins its path when it reaches the front: the device allreduce, host
+// staging where that declines, or the selector's host algorithm. Nothing here knows an
 // algorithm's insides.
 #pragma once
 
+#include <atomic>
+#include <deque>
 #include <memory>
+#include <mutex>
 #include <optional>
+#include <set>
 #include <string>
-#include <vector>
+#include <thread>
 
 #include "algo/algorithm.h"
 #include "base/status.h"
 #include "core/context.h"
+#include "core/request.h"
 #include "exec/progress.h"
 #include "gpu/device_allreduce.h"
 #include "gpu/host_staging.h"
@@ -25,10 +34,25 @@ class Selector;
 
 struct gpurdma_comm {
     gpurdma_comm(gpurdma_context *context, const gpurdma_comm_params_t &params);
+    // Completes the calls still in flight (bounded by the timeout), orphans the
+    // persistent requests the caller still holds, then releases everything.
     ~gpurdma_comm();
 
-    gpurdma_status_t allreduce(const void *sendbuf, void *recvbuf, size_t count, gpurdma_dtype_t dtype,
-                               gpurdma_op_t op);
+    // The C API's calls (core/api.cpp has the argument checks).
+    gpurdma_status_t allreduce(const gpurdma::algo::Call &call);
+    gpurdma_status_t iallreduce(const gpurdma::algo::Call &call, gpurdma_complete_fn_t complete, void *arg,
+                                gpurdma_request **out);
+    gpurdma_status_t allreduce_init(const gpurdma::algo::Call &call, gpurdma_complete_fn_t complete, void *arg,
+                                    gpurdma_request **out);
+    gpurdma_status_t start(gpurdma_request &request);
+    int test(gpurdma_request &request);
+    int release(gpurdma_request *request);
+    // The context's progress: advances the queue unless another thread is driving this
+    // communicator. Returns events (calls moved or completed); *idle: nothing queued.
+    int poll(bool *idle);
+
+    // Begins the request's call when it reaches the front, then advances it (engine held).
+    gpurdma::exec::State advance_call(gpurdma_request &request);
 
     gpurdma_context *context;
     int rank;
@@ -39,25 +63,67 @@ struct gpurdma_comm {
     gpurdma_comm_stats_t stats{};
 
 private:
-    // Host buffers, more than one rank: the host team, the selector's algorithm, the loop.
-    gpurdma::Status host_allreduce(const gpurdma::algo::Call &call);
+    // The engine: one thread at a time drives this communicator's calls. owner_ lets the
+    // context's progress skip a communicator whose own thread re-enters it (a set-up's
+    // bootstrap runs MPI's progress) instead of locking a mutex it already holds.
+    class Engine {
+    public:
+        void lock();
+        bool try_lock();
+        void unlock();
+        bool held_by_this_thread() const
+        {
+            return owner_.load(std::memory_order_relaxed) == std::this_thread::get_id();
+        }
+
+    private:
+        std::mutex mutex_;
+        std::atomic<std::thread::id> owner_{};
+    };
+    // Marks a starting call; a second one at the same time (from another thread) is erroneous.
+    class Starting;
+
+    // The checks and collective set-ups a call needs before it can run or be queued:
+    // Unsupported (the same on every rank) hands it on. plan_ahead: the persistent
+    // call's algorithm and schedule too.
+    gpurdma::Status prepare(const gpurdma::algo::Call &call, bool device, gpurdma_request::Kind kind);
     // The host team on first use; unsupported (now and for every later call) if it declined.
     gpurdma::Status ensure_host_team();
+    gpurdma::gpu::DeviceAllreduce &device();
+    // Begins the call at the front: its path and the algorithm's start.
+    gpurdma::exec::State begin(gpurdma_request &request);
+    // The device path declined or was unsupported: the call through host memory.
+    gpurdma::exec::State begin_staged(gpurdma_request &request);
+    gpurdma::exec::State begin_host(gpurdma_request &request, const gpurdma::algo::Call &call,
+                                    gpurdma_request::Phase phase);
+    gpurdma::exec::State failed(gpurdma_request &request, const gpurdma::Status &status);
+    // The loop that drives this call: the host team's (its placement's wait policy, UCX
+    // progress), or, without a team, the device path's.
+    const gpurdma::exec::ProgressLoop &loop_for(const gpurdma_request &request);
+    const gpurdma::exec::ProgressLoop &device_loop();
+
+    // Queue (engine held): advances the front calls; reports the ones that ended.
+    int drive_queue();
+    void enqueue(gpurdma_request &request);
+    // The call ended (result ok or the failure); the counters, the callback, a detached request's deletion.
+    void conclude(gpurdma_request &request, gpurdma::exec::State state, const gpurdma::Status &result);
+    void report(gpurdma_request &request, gpurdma_status_t status);
     // The communicator breaks: every later call answers GPURDMA_ERR_BROKEN.
     gpurdma_status_t fail(gpurdma_status_t status, const std::string &message);
     // Adds n to a counter of this communicator and to the process totals.
     void tally(uint64_t gpurdma_comm_stats_t::*field, uint64_t n = 1);
 
+    Engine engine_;
+    std::atomic<bool> starting_{false};
+    std::deque<gpurdma_request *> queue_;  // started calls, in start order; the front runs
+    std::set<gpurdma_request *> persistent_;  // the caller's persistent requests, orphaned at the end
     bool declined_ = false;
     bool broken_ = false;
     std::unique_ptr<gpurdma::algo::HostTeam> team_;
     std::unique_ptr<gpurdma::algo::Selector> selector_;  // released before the team it uses
-    // GPU buffers: the device allreduce, or host staging where it declines (the same on every rank).
-    gpurdma_status_t device_allreduce(const gpurdma::algo::Call &call);
-    // The device path's wait loop, made once (and again once the host team has decided the host's policy).
-    const gpurdma::exec::ProgressLoop &device_loop();
     std::optional<gpurdma::exec::ProgressLoop> device_loop_;
-    bool device_loop_from_team_ = false;
     gpurdma::gpu::HostStaging staging_;  // host copies of GPU buffers, kept between calls
     std::unique_ptr<gpurdma::gpu::DeviceAllreduce> device_;  // last: released first
+
+    friend struct gpurdma_context;
 };

@@ -1,6 +1,9 @@
 #include "core/context.h"
 
+#include <algorithm>
 #include <vector>
+
+#include "core/comm.h"
 
 #include "core/params.h"
 #include "topo/nic.h"
@@ -73,13 +76,16 @@ void gpurdma_context::choose_rail()
 
 gpurdma::transport::UcxContext *gpurdma_context::transport(std::string *why)
 {
+    std::lock_guard<std::mutex> hold(transport_lock_);
     if (!ucx && ucx_failure.empty()) {
         gpurdma::transport::UcxIbSettings ib;
         ib.gid_index = config.ib_gid_index;
         ib.tc = config.ib_tc;
         ib.sl = config.ib_sl;
-        const gpurdma::Status started = gpurdma::transport::UcxContext::create(ucx_tls, rail_device, ib, &ucx);
+        const gpurdma::Status started =
+            gpurdma::transport::UcxContext::create(ucx_tls, rail_device, ib, &ucx, config.threads != 0);
         if (!started.is_ok()) ucx_failure = "cannot start UCX: " + started.message();
+        ucx_started_.store(ucx.get(), std::memory_order_release);
     }
     if (!ucx) *why = ucx_failure;
     return ucx.get();
@@ -102,4 +108,54 @@ gpurdma::algo::HostSetup gpurdma_context::host_setup()
         return gpurdma::params::compare_agreed(r, config, differing);
     };
     return s;
+}
+
+int gpurdma_context::progress()
+{
+    gpurdma::transport::UcxContext *u = ucx_started_.load(std::memory_order_acquire);
+    int events = u ? static_cast<int>(u->progress()) : 0;
+    if (active_count_.load(std::memory_order_acquire) == 0) return events;
+    std::lock_guard<std::mutex> hold(active_lock_);
+    for (size_t i = 0; i < active_.size();) {
+        bool idle = false;
+        events += active_[i]->poll(&idle);
+        if (idle) {
+            active_[i] = active_.back();
+            active_.pop_back();
+            active_count_.store(active_.size(), std::memory_order_release);
+        } else {
+            ++i;
+        }
+    }
+    return events;
+}
+
+void gpurdma_context::activate(gpurdma_comm *comm)
+{
+    std::lock_guard<std::mutex> hold(active_lock_);
+    if (std::find(active_.begin(), active_.end(), comm) == active_.end()) active_.push_back(comm);
+    active_count_.store(active_.size(), std::memory_order_release);
+}
+
+void gpurdma_context::deactivate(gpurdma_comm *comm)
+{
+    std::lock_guard<std::mutex> hold(active_lock_);
+    active_.erase(std::remove(active_.begin(), active_.end(), comm), active_.end());
+    active_count_.store(active_.size(), std::memory_order_release);
+}
+
+void gpurdma_context::add_total(uint64_t gpurdma_comm_stats_t::*field, uint64_t n)
+{
+    __atomic_fetch_add(&(totals.*field), n, __ATOMIC_RELAXED);
+}
+
+gpurdma_comm_stats_t gpurdma_context::read_totals() const
+{
+    // Every field is a uint64_t: each is read whole, though not all at one instant.
+    static_assert(sizeof(gpurdma_comm_stats_t) % sizeof(uint64_t) == 0, "counters are uint64_t");
+    gpurdma_comm_stats_t out{};
+    const auto *from = reinterpret_cast<const uint64_t *>(&totals);
+    auto *to = reinterpret_cast<uint64_t *>(&out);
+    for (size_t i = 0; i < sizeof out / sizeof(uint64_t); ++i) to[i] = __atomic_load_n(&from[i], __ATOMIC_RELAXED);
+    return out;
 }

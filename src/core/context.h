@@ -1,8 +1,11 @@
 // The process-wide state behind gpurdma_context_t.
 #pragma once
 
+#include <atomic>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <vector>
 
 #include "algo/host_team.h"
 #include "base/log.h"
@@ -27,7 +30,7 @@ struct gpurdma_context {
     gpurdma::Logger log;
     std::unique_ptr<gpurdma::transport::UcxContext> ucx;  // started by the first set-up
     std::string ucx_failure;  // why it could not start, if so
-    gpurdma_comm_stats_t totals{};  // over all communicators, for MPI_T
+    gpurdma_comm_stats_t totals{};  // over all communicators, for MPI_T: add_total and read_totals only
 
     // A context from a (checked) configuration; GPURDMA_ERR_INVALID with the reason
     // for a device list or algorithm it cannot read.
@@ -37,6 +40,17 @@ struct gpurdma_context {
     // then agrees, so a rank without UCX makes all of its peers decline together.
     gpurdma::transport::UcxContext *transport(std::string *why);
 
+    // Drives UCX once, then the communicators with calls queued (any thread).
+    int progress();
+    // A communicator with calls queued, until progress finds its queue empty (its engine held).
+    void activate(gpurdma_comm *comm);
+    // A communicator going away (its engine held): progress never sees it again.
+    void deactivate(gpurdma_comm *comm);
+
+    // The process totals, added to and read from any thread.
+    void add_total(uint64_t gpurdma_comm_stats_t::*field, uint64_t n);
+    gpurdma_comm_stats_t read_totals() const;
+
     // This process's part of a communicator's host set-up (the communicator adds
     // its rank, size, name and bootstrap).
     gpurdma::algo::HostSetup host_setup();
@@ -44,4 +58,12 @@ struct gpurdma_context {
 private:
     explicit gpurdma_context(const gpurdma_config_t &c);
     void choose_rail();
+
+    std::mutex transport_lock_;  // the first set-ups of communicators in two threads
+    std::atomic<gpurdma::transport::UcxContext *> ucx_started_{nullptr};  // ucx, once it runs
+    // Lock order: a communicator's engine, then active_lock_; progress holds active_lock_
+    // and only tries engines, so it never waits for one.
+    std::mutex active_lock_;
+    std::vector<gpurdma_comm *> active_;
+    std::atomic<size_t> active_count_{0};
 };

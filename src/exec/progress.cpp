@@ -22,6 +22,52 @@ ProgressLoop::ProgressLoop(WaitPolicy policy, WaitSite site, std::function<unsig
     : policy_(policy), site_(std::move(site)), poll_network_(std::move(poll_network))
 {}
 
+double IdleClock::idle_seconds(uint64_t position)
+{
+    if (!started_ || position != last_position_) {
+        started_ = true;
+        last_position_ = position;
+        still_polls_ = 0;
+        since_ = -1;
+        return 0;
+    }
+    if (++still_polls_ % 16 != 1) return 0;
+    const double now = std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+    if (since_ < 0) since_ = now;
+    return now - since_;
+}
+
+Status ProgressLoop::outcome(State state, const Task &task) const
+{
+    if (state == State::Done) return Status::ok();
+    if (state == State::Declined) return Status::unsupported(site_.name + ": declined by every rank");
+    return Status::error(GPURDMA_ERR_TRANSPORT, site_.name + ": " + task.describe_failure());
+}
+
+Status ProgressLoop::timed_out(const Task &task) const
+{
+    char secs[32];
+    std::snprintf(secs, sizeof secs, "%.0f", policy_.timeout_s);
+    return Status::error(GPURDMA_ERR_TIMEOUT, site_.name + ": allreduce timed out after " + secs + " s in " +
+                                                  task.describe_wait() + " (this is rank " +
+                                                  std::to_string(site_.rank) + " on host " + site_.host + ")");
+}
+
+State ProgressLoop::step(Task &task, IdleClock &clock, Status *result) const
+{
+    State st = task.advance();
+    if (st == State::Running && poll_network_ && poll_network_() != 0) st = task.advance();
+    if (st != State::Running) {
+        *result = outcome(st, task);
+        return st;
+    }
+    if (clock.idle_seconds(task.position()) > policy_.timeout_s) {
+        *result = timed_out(task);
+        return State::Failed;
+    }
+    return State::Running;
+}
+
 Status ProgressLoop::run(Task &task) const
 {
     // The clock is read only once nothing has moved for a while: a small message
@@ -34,10 +80,7 @@ Status ProgressLoop::run(Task &task) const
     const double spin_s = policy_.spin_us * 1e-6;
     for (;;) {
         const State st = task.advance();
-        if (st == State::Done) return Status::ok();
-        if (st == State::Declined) return Status::unsupported(site_.name + ": declined by every rank");
-        if (st == State::Failed)
-            return Status::error(GPURDMA_ERR_TRANSPORT, site_.name + ": " + task.describe_failure());
+        if (st != State::Running) return outcome(st, task);
         if (task.position() != last_pos) {
             last_pos = task.position();
             idle_clock = false;
@@ -66,13 +109,7 @@ Status ProgressLoop::run(Task &task) const
         }
         const double idle_s = std::chrono::duration<double>(now - idle_since).count();
         if (!yielding && spin_s >= 0 && idle_s > spin_s) yielding = true;
-        if (idle_s > policy_.timeout_s) {
-            char secs[32];
-            std::snprintf(secs, sizeof secs, "%.0f", policy_.timeout_s);
-            return Status::error(GPURDMA_ERR_TIMEOUT, site_.name + ": allreduce timed out after " + secs + " s in " +
-                                                          task.describe_wait() + " (this is rank " +
-                                                          std::to_string(site_.rank) + " on host " + site_.host + ")");
-        }
+        if (idle_s > policy_.timeout_s) return timed_out(task);
     }
 }
 

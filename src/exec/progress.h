@@ -29,6 +29,20 @@ struct WaitSite {
     std::string host;
 };
 
+// How long a call driven from outside (a nonblocking request, advanced one step at a
+// time by whoever polls) has not moved. Reads the clock only every 16th still poll.
+class IdleClock {
+public:
+    // Seconds since `position` last changed (0 while it moves, or between clock reads).
+    double idle_seconds(uint64_t position);
+
+private:
+    uint64_t last_position_ = 0;
+    unsigned still_polls_ = 0;
+    bool started_ = false;
+    double since_ = 0;  // steady clock, seconds
+};
+
 class ProgressLoop {
 public:
     // poll_network drives the network once and returns how many events it handled
@@ -39,9 +53,17 @@ public:
     // "<name>: " + describe_failure()) or the timeout (GPURDMA_ERR_TIMEOUT).
     Status run(Task &task) const;
 
+    // One step of run() that never waits, for a call driven from outside: advances the
+    // task once (polling the network if it did not move) and fails it once `clock` says
+    // nothing moved for the timeout. Returns Running, Done, Declined or Failed; *result
+    // holds what run() would have returned (set for every state but Running).
+    State step(Task &task, IdleClock &clock, Status *result) const;
+
     const WaitPolicy &policy() const { return policy_; }
 
 private:
+    Status timed_out(const Task &task) const;
+    Status outcome(State state, const Task &task) const;
     WaitPolicy policy_;
     WaitSite site_;
     std::function<unsigned()> poll_network_;

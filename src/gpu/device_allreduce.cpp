@@ -72,7 +72,7 @@ Status DeviceAllreduce::set_up(const PointerInfo &first_buffer)
     return st;
 }
 
-Status DeviceAllreduce::start(const algo::Call &call)
+Status DeviceAllreduce::ready_for(const algo::Call &call, PointerInfo *sinfo, PointerInfo *rinfo)
 {
     const Logger *log = setup_.log;
     if (!reduce::device::device_supported(call.op, call.dtype)) {
@@ -82,13 +82,26 @@ Status DeviceAllreduce::start(const algo::Call &call)
                      setup_.name.c_str(), gpurdma_op_name(call.op), gpurdma_dtype_name(call.dtype));
         return Status::unsupported("no device kernel (long double)");
     }
-    PointerInfo sinfo, rinfo;
-    query_buffers(call, &sinfo, &rinfo);
+    query_buffers(call, sinfo, rinfo);
     if (team_state_ == Team::NotYet) {
-        const Status st = set_up(rinfo.kind == MemoryKind::Device ? rinfo : sinfo);
+        const Status st = set_up(rinfo->kind == MemoryKind::Device ? *rinfo : *sinfo);
         if (!st.is_ok()) return st;  // unsupported: this communicator stages from now on
     }
     if (team_state_ == Team::Staged) return Status::unsupported("this communicator stages GPU buffers");
+    return Status::ok();
+}
+
+Status DeviceAllreduce::prepare(const algo::Call &call)
+{
+    PointerInfo sinfo, rinfo;
+    return ready_for(call, &sinfo, &rinfo);
+}
+
+Status DeviceAllreduce::start(const algo::Call &call)
+{
+    PointerInfo sinfo, rinfo;
+    const Status ready = ready_for(call, &sinfo, &rinfo);
+    if (!ready.is_ok()) return ready;
 
     call_ = call;
     if (in_place(call)) call_.sendbuf = nullptr;

@@ -38,6 +38,9 @@ public:
     // same call). Unsupported (the same on every rank) when this communicator or this
     // call must stage through host memory; another error names the stage.
     Status start(const algo::Call &call) override;
+    // The collective device set-up, if this communicator has not had it: Unsupported
+    // (the same on every rank) when the call must stage through host memory.
+    Status prepare(const algo::Call &call) override;
     // May return exec::State::Declined: a rank found a buffer it cannot share: stage this call.
     exec::State advance() override;
     uint64_t position() const override { return position_; }
@@ -66,6 +69,8 @@ private:
     };
 
     Status set_up(const PointerInfo &first_buffer);
+    // The kernel exists and the team is set up (on first use) and takes GPU buffers.
+    Status ready_for(const algo::Call &call, PointerInfo *sinfo, PointerInfo *rinfo);
     void enter(Step step);
     exec::State now() const;  // Running, or Failed once a step failed
     bool peers_reached(std::atomic<uint64_t> ControlSlot::*word);

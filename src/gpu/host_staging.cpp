@@ -7,15 +7,15 @@
 
 namespace gpurdma::gpu {
 
-Status HostStaging::run(const algo::Call &call, const std::function<Status(const algo::Call &)> &host_allreduce)
+Status HostStaging::stage_in(const algo::Call &call, algo::Call *staged)
 {
     const auto &cuda = CudaDriver::instance();
     const bool in_place = call.sendbuf == nullptr || call.sendbuf == call.recvbuf;
-    const PointerInfo rinfo = cuda.query(call.recvbuf);
+    const PointerInfo &rinfo = rinfo_ = cuda.query(call.recvbuf);
     const PointerInfo sinfo = in_place ? rinfo : cuda.query(call.sendbuf);
     const size_t bytes = call.count * reduce::dtype_size(call.dtype);
     if (recv_.size() < bytes) recv_.resize(bytes);
-    algo::Call host = call;
+    algo::Call &host = *staged = call;
     host.recvbuf = recv_.data();
     host.sendbuf = nullptr;
     if (in_place) {
@@ -29,10 +29,14 @@ Status HostStaging::run(const algo::Call &call, const std::function<Status(const
     } else {
         host.sendbuf = call.sendbuf;
     }
-    const Status reduced = host_allreduce(host);
-    if (!reduced.is_ok()) return reduced;
-    if (rinfo.kind == MemoryKind::Device) {
-        const Status copied = cuda.copy(call.recvbuf, recv_.data(), bytes, rinfo.context);
+    return Status::ok();
+}
+
+Status HostStaging::stage_out(const algo::Call &call)
+{
+    const size_t bytes = call.count * reduce::dtype_size(call.dtype);
+    if (rinfo_.kind == MemoryKind::Device) {
+        const Status copied = CudaDriver::instance().copy(call.recvbuf, recv_.data(), bytes, rinfo_.context);
         if (!copied.is_ok()) return copied.prefixed(name_ + ": copying the result to the GPU: ");
     } else {
         std::memcpy(call.recvbuf, recv_.data(), bytes);

@@ -1,14 +1,15 @@
 // GPU buffers through host memory, for calls the device path does not take: copy the
 // GPU data to host buffers, run the host allreduce on them, copy the result back. The
-// host copies are kept between calls, so repeated calls allocate nothing.
+// host copies are kept between calls, so repeated calls allocate nothing. One call at
+// a time (a communicator runs its calls in order).
 #pragma once
 
-#include <functional>
 #include <string>
 #include <vector>
 
 #include "algo/algorithm.h"
 #include "base/status.h"
+#include "gpu/cuda_driver.h"
 
 namespace gpurdma::gpu {
 
@@ -16,12 +17,15 @@ class HostStaging {
 public:
     explicit HostStaging(std::string name) : name_(std::move(name)) {}
 
-    // host_allreduce runs the same call on host buffers (the communicator's host path);
-    // its status is returned as it is. A failed copy names the direction.
-    Status run(const algo::Call &call, const std::function<Status(const algo::Call &host_call)> &host_allreduce);
+    // Copies the call's GPU data to the host copies: *host is the same call on them. A
+    // failed copy names the direction.
+    Status stage_in(const algo::Call &call, algo::Call *host);
+    // After the host call: copies its result to the call's receive buffer.
+    Status stage_out(const algo::Call &call);
 
 private:
     std::string name_;  // the communicator, for messages
+    PointerInfo rinfo_;  // the staged call's receive buffer
     std::vector<char> send_;
     std::vector<char> recv_;
 };

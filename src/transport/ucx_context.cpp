@@ -36,9 +36,10 @@ std::vector<std::pair<std::string, std::string>> ucx_ib_config(const UcxIbSettin
 }
 
 Status UcxContext::create(const std::string &tls, const std::string &net_devices, const UcxIbSettings &ib,
-                          std::unique_ptr<UcxContext> *out)
+                          std::unique_ptr<UcxContext> *out, bool thread_safe)
 {
     std::unique_ptr<UcxContext> context(new UcxContext());
+    context->thread_safe_ = thread_safe;
     const Status started = context->start(tls, net_devices, ib);
     if (started.is_ok()) *out = std::move(context);
     return started;
@@ -85,7 +86,8 @@ Status UcxContext::start(const std::string &tls, const std::string &net_devices,
     ucp_params_t params{};
     params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED;
     params.features = UCP_FEATURE_RMA | UCP_FEATURE_AM;
-    params.mt_workers_shared = 0;
+    // Set-ups of communicators in different threads map memory on the context at once.
+    params.mt_workers_shared = thread_safe_ ? 1 : 0;
     st = ucp_init(&params, config, &context_);
     ucp_config_release(config);
     if (st != UCS_OK) {
@@ -95,11 +97,18 @@ Status UcxContext::start(const std::string &tls, const std::string &net_devices,
 
     ucp_worker_params_t wparams{};
     wparams.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
-    wparams.thread_mode = UCS_THREAD_MODE_SINGLE;
+    wparams.thread_mode = thread_safe_ ? UCS_THREAD_MODE_MULTI : UCS_THREAD_MODE_SINGLE;
     st = ucp_worker_create(context_, &wparams, &worker_);
     if (st != UCS_OK) {
         worker_ = nullptr;
         return ucx_error("ucp_worker_create", st);
+    }
+    if (thread_safe_) {
+        // A UCX built without --enable-mt gives a single-threaded worker when asked for more.
+        ucp_worker_attr_t attr{};
+        attr.field_mask = UCP_WORKER_ATTR_FIELD_THREAD_MODE;
+        if (ucp_worker_query(worker_, &attr) != UCS_OK || attr.thread_mode != UCS_THREAD_MODE_MULTI)
+            return Status::unsupported("this UCX cannot make a thread-safe worker (built without --enable-mt)");
     }
     ucp_address_t *addr = nullptr;
     size_t len = 0;
@@ -129,6 +138,7 @@ ucs_status_t UcxContext::on_am(void *arg, const void *header, size_t header_leng
     AmHeader h;
     std::memcpy(&h, header, sizeof h);
     // A message for a channel already released (its communicator freed) is dropped.
+    std::lock_guard<std::mutex> hold(self->sinks_lock_);
     const auto it = self->sinks_.find(h.target);
     if (it != self->sinks_.end()) it->second->on_message(h, data, length);
     return UCS_OK;
@@ -147,8 +157,21 @@ UcxContext::~UcxContext()
     if (context_) ucp_cleanup(context_);
 }
 
+void UcxContext::add_sink(uint64_t target, AmSink *sink)
+{
+    std::lock_guard<std::mutex> hold(sinks_lock_);
+    sinks_[target] = sink;
+}
+
+void UcxContext::remove_sink(uint64_t target)
+{
+    std::lock_guard<std::mutex> hold(sinks_lock_);
+    sinks_.erase(target);
+}
+
 Status UcxContext::endpoint(const std::string &address, std::shared_ptr<UcxEndpoint> *out)
 {
+    std::lock_guard<std::mutex> hold(endpoints_lock_);
     auto it = endpoints_.find(address);
     if (it != endpoints_.end()) {
         *out = it->second;

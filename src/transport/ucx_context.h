@@ -2,13 +2,20 @@
 // endpoint per peer process (keyed by its worker address), kept until the context
 // goes: communicators come and go (1,000 dup/free cycles) without reconnecting,
 // and without the sockets a closed-and-reopened tcp endpoint leaves behind.
+// Threads (MPI_THREAD_MULTIPLE): communicators driven from different threads share the
+// worker, so it is made thread-safe (UCS_THREAD_MODE_MULTI: UCX serialises each call
+// on it, never across a wait of ours); the endpoint and sink tables have locks of their
+// own. A sink's handler then runs in whichever thread progresses the worker: the
+// channels it writes are read with acquire loads (the same words RDMA puts land in).
 #pragma once
 
 #include <ucp/api/ucp.h>
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -65,9 +72,10 @@ std::string uct_table_key(const char *prefix, const char *field, unsigned ucx_ma
 class UcxContext : private NonCopyable {
 public:
     // Starts a context and its worker, or says why not (UCX's reason).
-    // tls: UCX_TLS for our context ("" = UCX's); net_devices: UCX_NET_DEVICES ("" = UCX's).
+    // tls: UCX_TLS for our context ("" = UCX's); net_devices: UCX_NET_DEVICES ("" = UCX's);
+    // thread_safe: several threads call into it at once.
     static Status create(const std::string &tls, const std::string &net_devices, const UcxIbSettings &ib,
-                         std::unique_ptr<UcxContext> *out);
+                         std::unique_ptr<UcxContext> *out, bool thread_safe = false);
     ~UcxContext();
 
     ucp_context_h context() const { return context_; }
@@ -82,9 +90,11 @@ public:
 
     // Ids for channels: unique for the life of the process.
     uint64_t new_channel_id() { return ++last_channel_id_; }
-    // Active messages addressed to `target` go to sink until it is removed.
-    void add_sink(uint64_t target, AmSink *sink) { sinks_[target] = sink; }
-    void remove_sink(uint64_t target) { sinks_.erase(target); }
+    // Active messages addressed to `target` go to sink until it is removed (after which
+    // no handler of it is running).
+    void add_sink(uint64_t target, AmSink *sink);
+    void remove_sink(uint64_t target);
+    bool thread_safe() const { return thread_safe_; }
     static constexpr unsigned kAmId = 0x67;  // our own context: no other user of AM ids
 
     // Completes a request with progress, at most timeout_s; frees it. Returns its status
@@ -94,15 +104,18 @@ public:
 private:
     UcxContext() = default;
     Status start(const std::string &tls, const std::string &net_devices, const UcxIbSettings &ib);
+    bool thread_safe_ = false;
     static ucs_status_t on_am(void *arg, const void *header, size_t header_length, void *data, size_t length,
                               const ucp_am_recv_param_t *param);
 
     ucp_context_h context_ = nullptr;
     ucp_worker_h worker_ = nullptr;
     std::string address_;
+    std::mutex endpoints_lock_;  // never held while waiting for a peer
     std::map<std::string, std::shared_ptr<UcxEndpoint>> endpoints_;
+    std::mutex sinks_lock_;  // held while a handler runs: remove_sink waits for it
     std::map<uint64_t, AmSink *> sinks_;
-    uint64_t last_channel_id_ = 0;
+    std::atomic<uint64_t> last_channel_id_{0};
 };
 
 class UcxEndpoint : private NonCopyable {

@@ -835,12 +835,12 @@ TEST(ReduceApi, NamesAreDistinctAndNeverNull)
         dtypes.insert(name);
     }
     for (gpurdma_op_t op : kAllOps) ops.insert(gpurdma_op_name(op));
-    for (int s = GPURDMA_OK; s <= GPURDMA_ERR_BROKEN; ++s) {
+    for (int s = GPURDMA_OK; s <= GPURDMA_ERR_CONCURRENT; ++s) {
         statuses.insert(gpurdma_status_name(static_cast<gpurdma_status_t>(s)));
     }
     EXPECT_EQ(dtypes.size(), size_t{GPURDMA_DTYPE_COUNT});
     EXPECT_EQ(ops.size(), size_t{GPURDMA_OP_COUNT});
-    EXPECT_EQ(statuses.size(), size_t{GPURDMA_ERR_BROKEN + 1});
+    EXPECT_EQ(statuses.size(), size_t{GPURDMA_ERR_CONCURRENT + 1});
     EXPECT_STREQ(gpurdma_op_name(GPURDMA_SUM), "sum");
     EXPECT_STREQ(gpurdma_dtype_name(GPURDMA_FLOAT), "float");
     EXPECT_NE(gpurdma_dtype_name(static_cast<gpurdma_dtype_t>(GPURDMA_DTYPE_COUNT)), nullptr);

@@ -1,0 +1,55 @@
+// One allreduce call of a communicator, as the task the progress loop drives: a
+// blocking call runs it at once; a nonblocking or persistent call queues it on its
+// communicator, which runs its calls one at a time in start order (every rank starts
+// collectives in the same order, so the queues agree). Persistent requests live on
+// between starts; the others end with their call.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+
+#include "algo/algorithm.h"
+#include "exec/progress.h"
+#include "exec/task.h"
+#include "gpurdma/gpurdma.h"
+
+struct gpurdma_comm;
+
+struct gpurdma_request : gpurdma::exec::Task {
+    enum class Kind { Blocking, Nonblocking, Persistent };
+    // Where the call is: not started (or done), started but not begun, then the path it takes.
+    enum class Phase { Idle, Started, Host, Device, Staged };
+
+    gpurdma_request(gpurdma_comm *comm, Kind kind, const gpurdma::algo::Call &call, bool device,
+                    gpurdma_complete_fn_t complete = nullptr, void *arg = nullptr)
+        : comm(comm), kind(kind), call(call), device(device), complete(complete), arg(arg)
+    {}
+
+    // Task: the communicator begins the call (its path chosen then) and advances it.
+    gpurdma::exec::State advance() override;
+    uint64_t position() const override { return moves + (algorithm ? algorithm->position() : 0); }
+    std::string describe_wait() const override
+    {
+        return algorithm ? algorithm->describe_wait() : std::string("the start of the call");
+    }
+    std::string describe_failure() const override { return failure; }
+
+    gpurdma_comm *comm;  // null once the communicator is gone (an orphaned persistent request)
+    const Kind kind;
+    const gpurdma::algo::Call call;
+    const bool device;  // a buffer is GPU memory
+    const gpurdma_complete_fn_t complete;
+    void *const arg;
+
+    // The call in flight; under the communicator's engine lock.
+    Phase phase = Phase::Idle;
+    gpurdma::algo::Algorithm *algorithm = nullptr;  // the path's algorithm
+    gpurdma::algo::Call host_call;  // Staged: the same call on the host copies
+    uint64_t moves = 0;  // phase changes, which count as movement for the idle clock
+    std::string failure;
+    gpurdma::exec::IdleClock clock;
+    bool detached = false;  // freed while in flight: the communicator deletes it at completion
+    gpurdma_status_t result = GPURDMA_OK;  // Blocking: how it ended
+    std::atomic<bool> active{false};  // started and its completion not yet reported
+};
