@@ -32,8 +32,8 @@ method: the pure communication time, then a compute phase as long as it between 
 wait; overlap % = 100 * (1 - (overall - compute) / pure)): gpurdma against libnbc (Open
 MPI's MPI_Iallreduce: the same launch with gpurdma at priority 0), with gpurdma's blocking
 latency (osu_allreduce, same counts) beside the pure time. OSU's iteration counts (1000
-and 200, 100 and 10 above 8 KiB; on the cluster, where a call takes milliseconds, 100 and
-10 at every size), 8 B - 16 MiB unless --max/--nb-iters say otherwise. Writes
+and 200, 100 and 10 above 8 KiB; on the cluster, where a call takes milliseconds, 50 and 5
+at every size), 8 B - 16 MiB unless --max/--nb-iters say otherwise. Writes
 iallreduce.csv, iallreduce-commands.txt and one iallreduce-*.png per run (overlap %, pure
 time).
 """
@@ -175,6 +175,9 @@ def main():
     ap.add_argument("--nb-iters", type=int, default=None,
                     help="with --nonblocking: iterations at every size (warm-up a tenth) instead of OSU's counts "
                          f"({NB_CLUSTER_ITERS} on the cluster)")
+    ap.add_argument("--nb-probes", type=int, default=0,
+                    help="with --nonblocking: MPI_Test calls in each compute phase (osu_iallreduce -t; default 0, "
+                         "OSU's default: none)")
     ap.add_argument("--cluster", default="",
                     help="HOSTSxRANKS, e.g. 2x2: also run on the namespace cluster (contrib/cluster.sh, root)")
     args = ap.parse_args()
@@ -331,7 +334,7 @@ NB_CONFIGS = {"libnbc": CONFIGS["tuned"], "gpurdma": CONFIGS["gpurdma"]}
 BLOCKING = "gpurdma-blocking"  # gpurdma's MPI_Allreduce, for the pure time's target
 NB_TARGET_FROM = 64 << 10  # the issue's targets hold from 64 KiB
 NB_PURE_SLACK = 1.10  # gpurdma's pure time: at most its blocking latency + 10%
-NB_CLUSTER_ITERS = 100  # iterations at every size on the namespace cluster (warm-up a tenth)
+NB_CLUSTER_ITERS = 50  # iterations at every size on the namespace cluster (warm-up a tenth)
 
 
 def osu_table(stdout):
@@ -356,9 +359,14 @@ def run_table(cmd, timeout):
 
 def nb_counts(args, on_cluster):
     """osu_iallreduce's -i/-x: none (OSU's own counts) on one host; on the cluster, where a
-    call takes milliseconds, OSU's large-size counts at every size; --nb-iters everywhere."""
+    call takes milliseconds, NB_CLUSTER_ITERS at every size; --nb-iters everywhere."""
     iters = args.nb_iters or (NB_CLUSTER_ITERS if on_cluster else None)
     return [] if iters is None else ["-i", str(iters), "-x", str(max(1, iters // 10))]
+
+
+def nb_probes(args):
+    """osu_iallreduce's -t for --nb-probes (its blocking reference takes none)."""
+    return ["-t", str(args.nb_probes)] if args.nb_probes else []
 
 
 def bench_nonblocking(args, runs):
@@ -375,7 +383,8 @@ def bench_nonblocking(args, runs):
             key = (bench, label, np_)
             launch = launcher(np_, on_cluster, scenario) + ["-np", str(np_)]
             sweep = ["-m", f"{args.min}:{args.max}", "-T", args.type, "-f"] + nb_counts(args, on_cluster)
-            jobs = [(c, launch + mca + args.mpirun_arg + [binary] + sweep) for c, mca in NB_CONFIGS.items()]
+            jobs = [(c, launch + mca + args.mpirun_arg + [binary] + sweep + nb_probes(args))
+                    for c, mca in NB_CONFIGS.items()]
             jobs.append((BLOCKING, launch + CONFIGS["gpurdma"] + args.mpirun_arg + [blocking] + sweep))
             with busy_beside(scenario) as busy:
                 for _ in range(max(1, args.repeat)):
@@ -403,7 +412,7 @@ def write_nonblocking_csv(args, samples, table):
     with open(path, "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["benchmark", "run", "np", "config", "bytes"] + fields
-                   + ["overlap_pct_min", "overlap_pct_max", "gpurdma_blocking_us", "rounds"])
+                   + ["overlap_pct_min", "overlap_pct_max", "gpurdma_blocking_us", "test_calls", "rounds"])
         for (bench, label, np_), sizes in table.items():
             for size in sorted(sizes):
                 blocking = sizes[size].get(BLOCKING, {}).get("Avg Latency(us)")
@@ -415,7 +424,7 @@ def write_nonblocking_csv(args, samples, table):
                     w.writerow([bench, label, np_, config, size]
                                + [f"{row[n]:.2f}" if n in row else "" for n in NB_COLUMNS]
                                + [f"{min(overlaps):.2f}", f"{max(overlaps):.2f}",
-                                  "" if blocking is None else f"{blocking:.2f}", max(1, args.repeat)])
+                                  "" if blocking is None else f"{blocking:.2f}", args.nb_probes, max(1, args.repeat)])
     print(f"\nCSV: {path}")
 
 
@@ -435,7 +444,8 @@ def print_nonblocking(args, table):
     nan = float("nan")
     for (bench, label, _), sizes in table.items():
         rounds = f", median of {args.repeat} rounds" if args.repeat > 1 else ""
-        print(f"\n# {bench} iallreduce, {args.type}, {label}: OSU's method, times in us{rounds}")
+        probes = f", {args.nb_probes} MPI_Test calls in each compute phase" if args.nb_probes else ""
+        print(f"\n# {bench} iallreduce, {args.type}, {label}: OSU's method{probes}, times in us{rounds}")
         print(f"# target from {NB_TARGET_FROM >> 10} KiB: gpurdma pure <= {NB_PURE_SLACK:.2f} x gpurdma blocking,"
               " gpurdma overlap >= libnbc's")
         print(f"{'bytes':>10}{'gpurdma pure':>14}{'libnbc pure':>13}{'gpurdma blk':>13}{'pure/blk':>10}"
@@ -480,7 +490,8 @@ def plot_nonblocking(args, table):
             a.set_xlabel("message size (bytes)")
             a.grid(True, which="both", alpha=0.3)
             a.legend(fontsize=8)
-        fig.suptitle(f"MPI_Iallreduce {args.type}, {label} ({bench}, OSU's method)")
+        probes = f", -t {args.nb_probes}" if args.nb_probes else ""
+        fig.suptitle(f"MPI_Iallreduce {args.type}, {label} ({bench}, OSU's method{probes})")
         png = os.path.join(args.out, f"iallreduce-{bench}-{label.replace('=', '').replace(' ', '-')}.png")
         fig.tight_layout()
         fig.savefig(png, dpi=90)
