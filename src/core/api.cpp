@@ -105,7 +105,6 @@ void gpurdma_comm_destroy(gpurdma_comm_t *comm)
     delete comm;
 }
 
-
 gpurdma_status_t gpurdma_allreduce(gpurdma_comm_t *comm, const void *sendbuf, void *recvbuf, size_t count,
                                    gpurdma_dtype_t dtype, gpurdma_op_t op)
 {

@@ -255,11 +255,6 @@ public:
     Env(const Layout &layout, const Options &opt, int rank, int size, gpurdma_bootstrap_t boot, Note *note)
         : layout(layout), rank(rank), size(size), boot(boot), check(rank), note_(note)
     {
-        // UCX's thread-safe worker guards itself with a spinlock by default: with more
-        // threads than cores (here 12 on 2) a preempted holder stalls every other thread
-        // for its time slice, and calls over UCX from three threads run ~8x slower than
-        // from one. The core does not ask UCX for its mutex yet; the test does, in the ranks.
-        if (opt.threads && layout.ucx()) setenv("UCX_USE_MT_MUTEX", "y", 0);
         gpurdma_config_t c;
         gpurdma_config_default(&c);
         c.verbose = 1;  // a decline says why (UCX cannot start: skip)
