@@ -12,6 +12,7 @@
 #include "mpi.h"
 #include "ompi/communicator/communicator.h"
 #include "ompi/mca/coll/coll.h"
+#include "ompi/request/request.h"
 #include "opal/class/opal_object.h"
 
 #include "coll_gpurdma_compat.h"
@@ -26,9 +27,10 @@ typedef struct mca_coll_gpurdma_globals {
     int verbose; /* coll_gpurdma_verbose, read at open */
     int cuda; /* GPU buffers recognised (coll_gpurdma_cuda) */
     int output; /* opal_output stream */
-    gpurdma_context_t *context; /* created on first use */
+    gpurdma_context_t *context; /* created on first use (under the component's lock) */
     bool context_failed; /* do not retry a context that could not start */
-    int live_modules; /* the context outlives every module */
+    bool context_threads; /* the context was made for MPI_THREAD_MULTIPLE */
+    int live_modules; /* the context outlives every module (atomic) */
     bool closing;
 } mca_coll_gpurdma_globals_t;
 
@@ -45,6 +47,13 @@ typedef struct mca_coll_gpurdma_module {
     mca_coll_base_module_t *prev_allreduce_module;
     mca_coll_base_module_allgather_fn_t prev_allgather;
     mca_coll_base_module_t *prev_allgather_module;
+    /* May be NULL (no lower module has them): then the blocking fallback runs and the
+     * request returned is already complete. */
+    mca_coll_base_module_iallreduce_fn_t prev_iallreduce;
+    mca_coll_base_module_t *prev_iallreduce_module;
+    mca_coll_base_module_allreduce_init_fn_t prev_allreduce_init;
+    mca_coll_base_module_t *prev_allreduce_init_module;
+    int set_up; /* the core's set-up of this communicator is done (sticky, atomic) */
     char name[96];
 } mca_coll_gpurdma_module_t;
 
@@ -55,6 +64,28 @@ mca_coll_base_module_t *mca_coll_gpurdma_comm_query(struct ompi_communicator_t *
 
 int mca_coll_gpurdma_allreduce(const void *sbuf, void *rbuf, gpurdma_coll_count_t count, struct ompi_datatype_t *dtype,
                                struct ompi_op_t *op, struct ompi_communicator_t *comm, mca_coll_base_module_t *module);
+
+/* Nonblocking and persistent allreduce (coll_gpurdma_request.c). */
+int mca_coll_gpurdma_iallreduce(const void *sbuf, void *rbuf, gpurdma_coll_count_t count, struct ompi_datatype_t *dtype,
+                                struct ompi_op_t *op, struct ompi_communicator_t *comm, ompi_request_t **request,
+                                mca_coll_base_module_t *module);
+int mca_coll_gpurdma_allreduce_init(const void *sbuf, void *rbuf, gpurdma_coll_count_t count,
+                                    struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                                    struct ompi_communicator_t *comm, struct ompi_info_t *info,
+                                    ompi_request_t **request, mca_coll_base_module_t *module);
+/* Releases requests whose last reference went in a completion callback (where the core's
+ * engine is held); called where no gpurdma call is in progress in this thread. */
+void mca_coll_gpurdma_release_deferred(void);
+
+/* The previous module's blocking allreduce, through host copies if a buffer is in GPU
+ * memory (Open MPI is not CUDA-aware). `why` is for the verbose line. */
+int mca_coll_gpurdma_blocking_fallback(mca_coll_gpurdma_module_t *m, const char *why, const void *sbuf, void *rbuf,
+                                       gpurdma_coll_count_t count, struct ompi_datatype_t *dtype, struct ompi_op_t *op);
+/* Whether either buffer is GPU memory the previous module cannot touch. */
+bool mca_coll_gpurdma_device_buffers(const void *sbuf, const void *rbuf);
+/* The MPI error for a core status returned by a starting call, with its level-0 line
+ * (the core prints its own failures; this names what it does not). */
+int mca_coll_gpurdma_start_error(mca_coll_gpurdma_module_t *m, gpurdma_status_t st);
 
 /* MPI handle -> core enum; false for anything the core does not take. */
 bool mca_coll_gpurdma_map_datatype(struct ompi_datatype_t *dtype, gpurdma_dtype_t *out);

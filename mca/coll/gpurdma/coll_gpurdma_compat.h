@@ -11,6 +11,14 @@
  *   main/6   3.0.0 / 3.0.0        size_t            char *     local cid accessor  the module, in enable;
  *                                                                                  restored in disable
  *
+ * The request side is the same in all three: ompi_request_t's fields, OMPI_REQUEST_INIT/FINI,
+ * ompi_request_complete, &ompi_request_empty (complete, freed by MPI_Wait into
+ * MPI_REQUEST_NULL), the iallreduce and allreduce_init signatures (with the count type above),
+ * and MPI_Iallreduce/MPI(X)_Allreduce_init calling ompi_coll_base_retain_op on what the module
+ * returns (a no-op for a complete request and for predefined ops and types, the only ones the
+ * shim's own requests take). Persistent allreduce is MPIX_Allreduce_init (mpiext pcollreq) in
+ * 4.1 and MPI_Allreduce_init in 5.0 and later; both reach coll_allreduce_init.
+ *
  * 4.1 and 5.0 are built and tested. The 6.x branch follows Open MPI main's coll.h
  * (read, not compiled: there is no 6.x to build against here).
  */
@@ -25,6 +33,7 @@
 #include "mpi.h"
 #include "ompi/communicator/communicator.h"
 #include "ompi/mca/coll/coll.h"
+#include "ompi/runtime/mpiruntime.h"
 
 #if !defined(OMPI_MAJOR_VERSION)
 #error "mpi.h does not define OMPI_MAJOR_VERSION: not Open MPI's headers"
@@ -75,6 +84,14 @@ static inline unsigned gpurdma_comm_cid(const struct ompi_communicator_t *comm)
 #else
     return (unsigned)comm->c_contextid;
 #endif
+}
+
+/* Whether several threads may call MPI at once. MPI_Init_thread sets ompi_mpi_thread_multiple
+ * (4.1, 5.0, main); a 5.x session initialised at MPI_THREAD_MULTIPLE turns on opal's threads
+ * without it. */
+static inline bool gpurdma_mpi_thread_multiple(void)
+{
+    return ompi_mpi_thread_multiple || opal_using_threads();
 }
 
 #endif /* MCA_COLL_GPURDMA_COMPAT_H */

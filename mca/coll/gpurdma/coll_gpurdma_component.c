@@ -4,6 +4,7 @@
 #include "coll_gpurdma.h"
 
 #include <ctype.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -78,6 +79,10 @@ static void register_counters(void)
         {"ring_calls", "Calls that took the ring", offsetof(gpurdma_comm_stats_t, ring_calls)},
         {"rd_calls", "Calls that took recursive doubling", offsetof(gpurdma_comm_stats_t, rd_calls)},
         {"hier_calls", "Calls that took the hierarchical allreduce", offsetof(gpurdma_comm_stats_t, hier_calls)},
+        {"nonblocking_calls", "Of the calls, MPI_Iallreduce calls completed by gpurdma",
+         offsetof(gpurdma_comm_stats_t, nonblocking_calls)},
+        {"persistent_calls", "Of the calls, persistent allreduce starts (MPI_Start) completed by gpurdma",
+         offsetof(gpurdma_comm_stats_t, persistent_calls)},
     };
     for (size_t i = 0; i < sizeof counters / sizeof counters[0]; i++)
         (void)mca_base_component_pvar_register(&mca_coll_gpurdma_component.collm_version, counters[i].name,
@@ -141,6 +146,8 @@ static int gpurdma_open(void)
 static int gpurdma_close(void)
 {
     mca_coll_gpurdma_globals_t *g = &mca_coll_gpurdma_globals;
+    /* Requests freed while in flight hold their modules (and so the context). */
+    mca_coll_gpurdma_release_deferred();
     g->closing = true;
     mca_coll_gpurdma_release_context();
     if (g->output >= 0) opal_output_close(g->output);
@@ -186,6 +193,9 @@ static void validated_config(gpurdma_config_t *c)
     c->local_processes = opal_process_info.num_local_peers + 1;
     /* Fixed for the process's life: its logical node is the same in every communicator. */
     c->local_rank = opal_process_info.my_local_rank;
+    /* The thread level is known before the first communicator is queried (MPI_Init_thread
+     * sets it first). */
+    c->threads = gpurdma_mpi_thread_multiple() ? 1 : 0;
     mca_coll_gpurdma_globals.cuda = c->cuda;
     /* One process per host says what gpurdma's UCX context will get (all get the same). */
     if (c->local_rank <= 0 && (c->ib_gid_index >= 0 || c->ib_tc >= 0 || c->ib_sl >= 0))
@@ -195,34 +205,57 @@ static void validated_config(gpurdma_config_t *c)
                                 c->ib_gid_index, c->ib_tc, c->ib_sl);
 }
 
+/* Communicators are created and freed in whichever thread asks (MPI_THREAD_MULTIPLE), and
+ * Open MPI runs comm_query outside any lock of its own: the context's creation and release
+ * are serialised here. Taken only there, never on a call's path. */
+static pthread_mutex_t context_lock = PTHREAD_MUTEX_INITIALIZER;
+
 bool mca_coll_gpurdma_ensure_context(void)
 {
     mca_coll_gpurdma_globals_t *g = &mca_coll_gpurdma_globals;
-    if (g->context) return true;
-    if (g->context_failed || g->closing) return false;
-    gpurdma_config_t c;
-    validated_config(&c);
-    gpurdma_status_t st = gpurdma_context_create(&c, &g->context);
-    if (st != GPURDMA_OK) {
-        g->context_failed = true;
-        g->context = NULL;
-        mca_coll_gpurdma_output(1, "invalid configuration (%s); the previous allreduce stays in use",
-                                gpurdma_status_name(st));
+    bool ok = false;
+    pthread_mutex_lock(&context_lock);
+    if (g->context) {
+        ok = true;
+    } else if (!g->context_failed && !g->closing && mca_coll_gpurdma_check_layouts()) {
+        gpurdma_config_t c;
+        validated_config(&c);
+        gpurdma_status_t st = gpurdma_context_create(&c, &g->context);
+        if (st != GPURDMA_OK) {
+            g->context_failed = true;
+            g->context = NULL;
+            mca_coll_gpurdma_output(1, "invalid configuration (%s); the previous allreduce stays in use",
+                                    gpurdma_status_name(st));
+        } else {
+            g->context_threads = c.threads;
+            /* While MPI waits elsewhere (e.g. in the set-up allgather), UCX still moves. */
+            opal_progress_register(progress_callback);
+            ok = true;
+        }
+    }
+    pthread_mutex_unlock(&context_lock);
+    /* A 5.x session initialised at MPI_THREAD_MULTIPLE after the context was made for one
+     * thread: its UCX worker is not thread-safe, so this communicator is not ours. */
+    if (ok && !g->context_threads && gpurdma_mpi_thread_multiple()) {
+        mca_coll_gpurdma_output(1,
+                                "MPI_THREAD_MULTIPLE was turned on after gpurdma started single-threaded; "
+                                "declining");
         return false;
     }
-    /* While MPI waits elsewhere (e.g. in the set-up allgather), UCX still moves. */
-    opal_progress_register(progress_callback);
-    return true;
+    return ok;
 }
 
 void mca_coll_gpurdma_release_context(void)
 {
     mca_coll_gpurdma_globals_t *g = &mca_coll_gpurdma_globals;
+    pthread_mutex_lock(&context_lock);
     /* Destroyed once the component is closing and no module uses it any more. */
-    if (!g->context || !g->closing || g->live_modules > 0) return;
-    opal_progress_unregister(progress_callback);
-    gpurdma_context_destroy(g->context);
-    g->context = NULL;
+    if (g->context && g->closing && __atomic_load_n(&g->live_modules, __ATOMIC_ACQUIRE) <= 0) {
+        opal_progress_unregister(progress_callback);
+        gpurdma_context_destroy(g->context);
+        g->context = NULL;
+    }
+    pthread_mutex_unlock(&context_lock);
 }
 
 /*

@@ -1,7 +1,9 @@
 /*
- * Module: one per communicator. Saves the previous allreduce/allgather in enable,
- * creates the core communicator (whose set-up runs lazily on the first call), and
- * routes each MPI_Allreduce to the core or, when it declines, to the previous module.
+ * Module: one per communicator. Saves the previous allreduce/allgather (and the
+ * nonblocking and persistent allreduce) in enable, creates the core communicator (whose
+ * set-up runs lazily on the first call), and routes each MPI_Allreduce to the core or,
+ * when it declines, to the previous module. The nonblocking and persistent entry points
+ * are in coll_gpurdma_request.c.
  */
 #include "coll_gpurdma.h"
 
@@ -19,19 +21,39 @@ static void module_construct(mca_coll_gpurdma_module_t *m)
     m->prev_allreduce_module = NULL;
     m->prev_allgather = NULL;
     m->prev_allgather_module = NULL;
+    m->prev_iallreduce = NULL;
+    m->prev_iallreduce_module = NULL;
+    m->prev_allreduce_init = NULL;
+    m->prev_allreduce_init_module = NULL;
+    m->set_up = 0;
     m->name[0] = '\0';
-    mca_coll_gpurdma_globals.live_modules++;
+    /* Modules come and go in whichever thread creates or frees a communicator. */
+    __atomic_add_fetch(&mca_coll_gpurdma_globals.live_modules, 1, __ATOMIC_ACQ_REL);
 }
+
+/* Keeps the communicator's current coll_<name> (the lower-priority winner) and its module, retained. */
+#define SAVE_PREVIOUS(m, comm, name)                                          \
+    do {                                                                      \
+        (m)->prev_##name = (comm)->c_coll->coll_##name;                       \
+        (m)->prev_##name##_module = (comm)->c_coll->coll_##name##_module;     \
+        if ((m)->prev_##name##_module) OBJ_RETAIN((m)->prev_##name##_module); \
+    } while (0)
+
+#define RELEASE_PREVIOUS(m, name)                                              \
+    do {                                                                       \
+        if ((m)->prev_##name##_module) OBJ_RELEASE((m)->prev_##name##_module); \
+        (m)->prev_##name##_module = NULL;                                      \
+    } while (0)
 
 static void module_destruct(mca_coll_gpurdma_module_t *m)
 {
     if (m->core) gpurdma_comm_destroy(m->core);
     m->core = NULL;
-    if (m->prev_allreduce_module) OBJ_RELEASE(m->prev_allreduce_module);
-    if (m->prev_allgather_module) OBJ_RELEASE(m->prev_allgather_module);
-    m->prev_allreduce_module = NULL;
-    m->prev_allgather_module = NULL;
-    mca_coll_gpurdma_globals.live_modules--;
+    RELEASE_PREVIOUS(m, allreduce);
+    RELEASE_PREVIOUS(m, allgather);
+    RELEASE_PREVIOUS(m, iallreduce);
+    RELEASE_PREVIOUS(m, allreduce_init);
+    __atomic_sub_fetch(&mca_coll_gpurdma_globals.live_modules, 1, __ATOMIC_ACQ_REL);
     mca_coll_gpurdma_release_context();
 }
 
@@ -57,12 +79,11 @@ static int module_enable(mca_coll_base_module_t *module, struct ompi_communicato
         return OMPI_ERROR;
     }
     m->comm = comm;
-    m->prev_allreduce = comm->c_coll->coll_allreduce;
-    m->prev_allreduce_module = comm->c_coll->coll_allreduce_module;
-    OBJ_RETAIN(m->prev_allreduce_module);
-    m->prev_allgather = comm->c_coll->coll_allgather;
-    m->prev_allgather_module = comm->c_coll->coll_allgather_module;
-    OBJ_RETAIN(m->prev_allgather_module);
+    SAVE_PREVIOUS(m, comm, allreduce);
+    SAVE_PREVIOUS(m, comm, allgather);
+    /* NULL if no lower module has them: the blocking fallback then runs in their place. */
+    SAVE_PREVIOUS(m, comm, iallreduce);
+    SAVE_PREVIOUS(m, comm, allreduce_init);
 
     const char *comm_name = gpurdma_comm_name(comm);
     if (comm_name[0]) snprintf(m->name, sizeof m->name, "%s (cid %u)", comm_name, gpurdma_comm_cid(comm));
@@ -82,6 +103,10 @@ static int module_enable(mca_coll_base_module_t *module, struct ompi_communicato
      * own in (and takes them out in disable). */
     comm->c_coll->coll_allreduce = mca_coll_gpurdma_allreduce;
     comm->c_coll->coll_allreduce_module = &m->super;
+    comm->c_coll->coll_iallreduce = mca_coll_gpurdma_iallreduce;
+    comm->c_coll->coll_iallreduce_module = &m->super;
+    comm->c_coll->coll_allreduce_init = mca_coll_gpurdma_allreduce_init;
+    comm->c_coll->coll_allreduce_init_module = &m->super;
 #endif
     return OMPI_SUCCESS;
 }
@@ -96,6 +121,14 @@ static int module_disable(mca_coll_base_module_t *module, struct ompi_communicat
         comm->c_coll->coll_allreduce = m->prev_allreduce;
         comm->c_coll->coll_allreduce_module = m->prev_allreduce_module;
     }
+    if (comm->c_coll->coll_iallreduce_module == module) {
+        comm->c_coll->coll_iallreduce = m->prev_iallreduce;
+        comm->c_coll->coll_iallreduce_module = m->prev_iallreduce_module;
+    }
+    if (comm->c_coll->coll_allreduce_init_module == module) {
+        comm->c_coll->coll_allreduce_init = m->prev_allreduce_init;
+        comm->c_coll->coll_allreduce_init_module = m->prev_allreduce_init_module;
+    }
     return OMPI_SUCCESS;
 }
 #endif
@@ -107,19 +140,19 @@ mca_coll_base_module_t *mca_coll_gpurdma_comm_query(struct ompi_communicator_t *
     if (g->priority <= 0) return NULL;
     /* Single-rank communicators too: coll/self would touch GPU buffers from the CPU. */
     if (OMPI_COMM_IS_INTER(comm)) return NULL;
-    if (ompi_mpi_thread_multiple) {
-        mca_coll_gpurdma_output(1, "MPI_THREAD_MULTIPLE is not supported; declining %s", gpurdma_comm_name(comm));
-        return NULL;
-    }
     /* Only decisions every rank makes alike belong here: anything that can fail on one
-     * rank alone (UCX, memory) is agreed on in the core's lazy set-up instead. */
-    if (!mca_coll_gpurdma_check_layouts()) return NULL;
+     * rank alone (UCX, memory) is agreed on in the core's lazy set-up instead. The layout
+     * check and the context are made once, by the first communicator (MPI_COMM_WORLD, in
+     * MPI_Init); later queries may run in several threads at once (communicators created
+     * concurrently), hence the lock inside. */
     if (!mca_coll_gpurdma_ensure_context()) return NULL;
 
     mca_coll_gpurdma_module_t *m = OBJ_NEW(mca_coll_gpurdma_module_t);
     if (NULL == m) return NULL;
     m->super.coll_module_enable = module_enable;
     m->super.coll_allreduce = mca_coll_gpurdma_allreduce;
+    m->super.coll_iallreduce = mca_coll_gpurdma_iallreduce;
+    m->super.coll_allreduce_init = mca_coll_gpurdma_allreduce_init;
 #if GPURDMA_COLL_MODULE_INSTALLS
     m->super.coll_module_disable = module_disable;
 #endif
@@ -160,11 +193,16 @@ static int staged_fallback(mca_coll_gpurdma_module_t *m, const void *sbuf, void 
     return rc;
 }
 
-static int fallback(mca_coll_gpurdma_module_t *m, const char *why, const void *sbuf, void *rbuf,
-                    gpurdma_coll_count_t count, struct ompi_datatype_t *dtype, struct ompi_op_t *op)
+bool mca_coll_gpurdma_device_buffers(const void *sbuf, const void *rbuf)
 {
-    bool device = mca_coll_gpurdma_globals.cuda &&
-                  (gpurdma_is_device_memory(rbuf) || (sbuf != MPI_IN_PLACE && gpurdma_is_device_memory(sbuf)));
+    return mca_coll_gpurdma_globals.cuda &&
+           (gpurdma_is_device_memory(rbuf) || (sbuf != MPI_IN_PLACE && gpurdma_is_device_memory(sbuf)));
+}
+
+int mca_coll_gpurdma_blocking_fallback(mca_coll_gpurdma_module_t *m, const char *why, const void *sbuf, void *rbuf,
+                                       gpurdma_coll_count_t count, struct ompi_datatype_t *dtype, struct ompi_op_t *op)
+{
+    bool device = mca_coll_gpurdma_device_buffers(sbuf, rbuf);
     mca_coll_gpurdma_output(2, "%s: fallback to the previous allreduce (%s)%s", m->name, why,
                             device ? ", staged through host memory" : "");
     if (device) return staged_fallback(m, sbuf, rbuf, count, dtype, op);
@@ -176,20 +214,40 @@ int mca_coll_gpurdma_allreduce(const void *sbuf, void *rbuf, gpurdma_coll_count_
 {
     mca_coll_gpurdma_module_t *m = (mca_coll_gpurdma_module_t *)module;
     (void)comm;
+    mca_coll_gpurdma_release_deferred();
     gpurdma_dtype_t gdt;
     gpurdma_op_t gop;
     if (!mca_coll_gpurdma_map_op(op, &gop))
-        return fallback(m, "user-defined or unsupported op", sbuf, rbuf, count, dtype, op);
+        return mca_coll_gpurdma_blocking_fallback(m, "user-defined or unsupported op", sbuf, rbuf, count, dtype, op);
     if (!mca_coll_gpurdma_map_datatype(dtype, &gdt))
-        return fallback(m, "derived or unsupported datatype", sbuf, rbuf, count, dtype, op);
+        return mca_coll_gpurdma_blocking_fallback(m, "derived or unsupported datatype", sbuf, rbuf, count, dtype, op);
 #if OMPI_MAJOR_VERSION < 6
     if (count < 0) return MPI_ERR_COUNT;
 #endif
     gpurdma_status_t st = gpurdma_allreduce(m->core, sbuf == MPI_IN_PLACE ? NULL : sbuf, rbuf, (size_t)count, gdt, gop);
+    if (GPURDMA_ERR_UNSUPPORTED == st)
+        return mca_coll_gpurdma_blocking_fallback(m, "op not defined for this datatype, or set-up declined", sbuf, rbuf,
+                                                  count, dtype, op);
+    return mca_coll_gpurdma_start_error(m, st);
+}
+
+int mca_coll_gpurdma_start_error(mca_coll_gpurdma_module_t *m, gpurdma_status_t st)
+{
     switch (st) {
         case GPURDMA_OK: return MPI_SUCCESS;
-        case GPURDMA_ERR_UNSUPPORTED:
-            return fallback(m, "op not defined for this datatype, or set-up declined", sbuf, rbuf, count, dtype, op);
+        case GPURDMA_ERR_CONCURRENT: {
+            /* Nothing was done; the other thread's call goes on. The name as it is now
+             * (MPI_Comm_set_name may have come after enable). */
+            const char *now = gpurdma_comm_name(m->comm);
+            if (now[0])
+                mca_coll_gpurdma_output(
+                    0, "concurrent collective calls on %s (cid %u) from two threads (erroneous in MPI)", now,
+                    gpurdma_comm_cid(m->comm));
+            else
+                mca_coll_gpurdma_output(0, "concurrent collective calls on %s from two threads (erroneous in MPI)",
+                                        m->name);
+            return MPI_ERR_OTHER;
+        }
         case GPURDMA_ERR_BROKEN:
             mca_coll_gpurdma_output(0, "%s: disabled after an earlier failure (%s)", m->name,
                                     gpurdma_comm_last_error(m->core));
