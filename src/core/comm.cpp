@@ -36,17 +36,21 @@ void gpurdma_comm::Engine::unlock()
 
 // Calls that start a collective on one communicator must not overlap (MPI makes it
 // erroneous); two that do would interleave their data. One atomic exchange tells.
+// Not checked (always alone) where no other thread can call (checked: false).
 class gpurdma_comm::Starting {
 public:
-    explicit Starting(std::atomic<bool> &flag) : flag_(flag), alone_(!flag.exchange(true, std::memory_order_acquire)) {}
+    explicit Starting(std::atomic<bool> &flag, bool checked = true)
+        : flag_(flag), checked_(checked), alone_(!checked || !flag.exchange(true, std::memory_order_acquire))
+    {}
     ~Starting()
     {
-        if (alone_) flag_.store(false, std::memory_order_release);
+        if (checked_ && alone_) flag_.store(false, std::memory_order_release);
     }
     bool alone() const { return alone_; }
 
 private:
     std::atomic<bool> &flag_;
+    const bool checked_;
     const bool alone_;
 };
 
@@ -384,9 +388,13 @@ int gpurdma_comm::poll(bool report, bool *idle)
 
 gpurdma_status_t gpurdma_comm::allreduce(const gpurdma::algo::Call &call)
 {
-    Starting starting(starting_);
+    // The latency path: where no other thread can start or drive calls (context's
+    // concurrent()), neither the concurrency check nor the engine lock is needed.
+    const bool concurrent = context->concurrent();
+    Starting starting(starting_, concurrent);
     if (!starting.alone()) return GPURDMA_ERR_CONCURRENT;
-    std::lock_guard<Engine> hold(engine_);
+    std::unique_lock<Engine> hold(engine_, std::defer_lock);
+    if (concurrent) hold.lock();
     if (broken_) return GPURDMA_ERR_BROKEN;  // last_error still names the first failure
     if (!gpurdma::reduce::supported(call.op, call.dtype)) return GPURDMA_ERR_UNSUPPORTED;
     if (call.count == 0) return GPURDMA_OK;

@@ -175,8 +175,10 @@ void gpurdma_context::activate(gpurdma_comm *comm)
         std::lock_guard<std::mutex> hold(active_lock_);
         if (std::find(active_.begin(), active_.end(), comm) == active_.end()) active_.push_back(comm);
         active_count_.store(active_.size(), std::memory_order_release);
-        if (config.progress_thread && !progress_thread_.joinable())
+        if (config.progress_thread && !progress_thread_.joinable()) {
+            progress_thread_started_.store(true, std::memory_order_relaxed);
             progress_thread_ = std::thread([this] { progress_thread_main(); });
+        }
     }
     if (config.progress_thread) {
         std::lock_guard<std::mutex> hold(wake_lock_);  // the thread checks the count under it
@@ -193,7 +195,8 @@ void gpurdma_context::deactivate(gpurdma_comm *comm)
 
 void gpurdma_context::add_total(uint64_t gpurdma_comm_stats_t::*field, uint64_t n)
 {
-    __atomic_fetch_add(&(totals.*field), n, __ATOMIC_RELAXED);
+    if (concurrent()) __atomic_fetch_add(&(totals.*field), n, __ATOMIC_RELAXED);
+    else totals.*field += n;  // one thread: the reader (MPI_T) is this thread too
 }
 
 gpurdma_comm_stats_t gpurdma_context::read_totals() const

@@ -55,6 +55,11 @@ struct gpurdma_context {
     // A communicator going away (its engine held): progress never sees it again.
     void deactivate(gpurdma_comm *comm);
 
+    // Whether another thread may drive or start calls at the same time as this one: a
+    // threaded caller, or our progress thread once it runs. Below MPI_THREAD_MULTIPLE and
+    // before any queued call, the latency path needs no lock or atomic.
+    bool concurrent() const { return config.threads != 0 || progress_thread_started_.load(std::memory_order_relaxed); }
+
     // The process totals, added to and read from any thread.
     void add_total(uint64_t gpurdma_comm_stats_t::*field, uint64_t n);
     gpurdma_comm_stats_t read_totals() const;
@@ -81,6 +86,7 @@ private:
     // polls while calls are queued, sleeps on wake_ otherwise.
     void progress_thread_main();
     std::thread progress_thread_;
+    std::atomic<bool> progress_thread_started_{false};  // set by the thread that starts it
     std::mutex wake_lock_;
     std::condition_variable wake_;
     bool stopping_ = false;  // under wake_lock_
