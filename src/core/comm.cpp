@@ -438,8 +438,8 @@ gpurdma_status_t gpurdma_comm::allreduce(const gpurdma::algo::Call &call)
     return r.result;
 }
 
-gpurdma_status_t gpurdma_comm::iallreduce(const gpurdma::algo::Call &call, gpurdma_complete_fn_t complete, void *arg,
-                                          gpurdma_request **out)
+gpurdma_status_t gpurdma_comm::create(const gpurdma::algo::Call &call, Kind kind, gpurdma_complete_fn_t complete,
+                                      void *arg, gpurdma_request **out)
 {
     Starting starting(starting_);
     if (!starting.alone()) return GPURDMA_ERR_CONCURRENT;
@@ -448,34 +448,18 @@ gpurdma_status_t gpurdma_comm::iallreduce(const gpurdma::algo::Call &call, gpurd
     if (!gpurdma::reduce::supported(call.op, call.dtype)) return GPURDMA_ERR_UNSUPPORTED;
     const bool device_buffers = call.count > 0 && gpurdma::gpu::touches_device_memory(call);
     if (call.count > 0) {
-        const Status ready = prepare(call, device_buffers, Kind::Nonblocking);
+        const Status ready = prepare(call, device_buffers, kind);
         if (ready.is_unsupported()) return GPURDMA_ERR_UNSUPPORTED;
         if (!ready.is_ok()) return fail(ready.code(), ready.message());
     }
-    auto *r = new gpurdma_request(this, Kind::Nonblocking, call, device_buffers, complete, arg);
+    auto *r = new gpurdma_request(this, kind, call, device_buffers, complete, arg);
     *out = r;
+    if (kind == Kind::Persistent) {
+        persistent_.insert(r);  // inactive until started
+        return GPURDMA_OK;
+    }
     enqueue(*r);
     drive_queue();  // as far as it goes without waiting: the data starts moving now
-    return GPURDMA_OK;
-}
-
-gpurdma_status_t gpurdma_comm::allreduce_init(const gpurdma::algo::Call &call, gpurdma_complete_fn_t complete,
-                                              void *arg, gpurdma_request **out)
-{
-    Starting starting(starting_);
-    if (!starting.alone()) return GPURDMA_ERR_CONCURRENT;
-    std::lock_guard<Engine> hold(engine_);
-    if (broken_) return GPURDMA_ERR_BROKEN;
-    if (!gpurdma::reduce::supported(call.op, call.dtype)) return GPURDMA_ERR_UNSUPPORTED;
-    const bool device_buffers = call.count > 0 && gpurdma::gpu::touches_device_memory(call);
-    if (call.count > 0) {
-        const Status ready = prepare(call, device_buffers, Kind::Persistent);
-        if (ready.is_unsupported()) return GPURDMA_ERR_UNSUPPORTED;
-        if (!ready.is_ok()) return fail(ready.code(), ready.message());
-    }
-    auto *r = new gpurdma_request(this, Kind::Persistent, call, device_buffers, complete, arg);
-    persistent_.insert(r);
-    *out = r;
     return GPURDMA_OK;
 }
 

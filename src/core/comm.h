@@ -40,10 +40,9 @@ struct gpurdma_comm {
 
     // The C API's calls (core/api.cpp has the argument checks).
     gpurdma_status_t allreduce(const gpurdma::algo::Call &call);
-    gpurdma_status_t iallreduce(const gpurdma::algo::Call &call, gpurdma_complete_fn_t complete, void *arg,
-                                gpurdma_request **out);
-    gpurdma_status_t allreduce_init(const gpurdma::algo::Call &call, gpurdma_complete_fn_t complete, void *arg,
-                                    gpurdma_request **out);
+    // A nonblocking call (queued and started now) or a persistent one (planned, inactive).
+    gpurdma_status_t create(const gpurdma::algo::Call &call, gpurdma_request::Kind kind, gpurdma_complete_fn_t complete,
+                            void *arg, gpurdma_request **out);
     gpurdma_status_t start(gpurdma_request &request);
     int test(gpurdma_request &request);
     int release(gpurdma_request *request);
