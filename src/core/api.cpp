@@ -38,6 +38,19 @@ template <class Body> gpurdma_status_t guarded(gpurdma_comm_t *comm, const char 
     }
 }
 
+gpurdma_status_t create_request(gpurdma_request::Kind kind, gpurdma_comm_t *comm, const void *sendbuf, void *recvbuf,
+                                size_t count, gpurdma_dtype_t dtype, gpurdma_op_t op, gpurdma_complete_fn_t complete,
+                                void *arg, gpurdma_request_t **request)
+{
+    if (!request) return GPURDMA_ERR_INVALID;
+    *request = nullptr;
+    gpurdma::algo::Call call;
+    const gpurdma_status_t checked = check_call(comm, sendbuf, recvbuf, count, dtype, op, &call);
+    if (checked != GPURDMA_OK) return checked;
+    return guarded(comm, "starting a nonblocking or persistent allreduce",
+                   [&] { return comm->create(call, kind, complete, arg, request); });
+}
+
 }  // namespace
 
 extern "C" {
@@ -105,7 +118,6 @@ void gpurdma_comm_destroy(gpurdma_comm_t *comm)
     delete comm;
 }
 
-
 gpurdma_status_t gpurdma_allreduce(gpurdma_comm_t *comm, const void *sendbuf, void *recvbuf, size_t count,
                                    gpurdma_dtype_t dtype, gpurdma_op_t op)
 {
@@ -119,26 +131,16 @@ gpurdma_status_t gpurdma_iallreduce(gpurdma_comm_t *comm, const void *sendbuf, v
                                     gpurdma_dtype_t dtype, gpurdma_op_t op, gpurdma_complete_fn_t complete, void *arg,
                                     gpurdma_request_t **request)
 {
-    if (!request) return GPURDMA_ERR_INVALID;
-    *request = nullptr;
-    gpurdma::algo::Call call;
-    const gpurdma_status_t checked = check_call(comm, sendbuf, recvbuf, count, dtype, op, &call);
-    if (checked != GPURDMA_OK) return checked;
-    return guarded(comm, "starting a nonblocking allreduce",
-                   [&] { return comm->iallreduce(call, complete, arg, request); });
+    return create_request(gpurdma_request::Kind::Nonblocking, comm, sendbuf, recvbuf, count, dtype, op, complete, arg,
+                          request);
 }
 
 gpurdma_status_t gpurdma_allreduce_init(gpurdma_comm_t *comm, const void *sendbuf, void *recvbuf, size_t count,
                                         gpurdma_dtype_t dtype, gpurdma_op_t op, gpurdma_complete_fn_t complete,
                                         void *arg, gpurdma_request_t **request)
 {
-    if (!request) return GPURDMA_ERR_INVALID;
-    *request = nullptr;
-    gpurdma::algo::Call call;
-    const gpurdma_status_t checked = check_call(comm, sendbuf, recvbuf, count, dtype, op, &call);
-    if (checked != GPURDMA_OK) return checked;
-    return guarded(comm, "planning a persistent allreduce",
-                   [&] { return comm->allreduce_init(call, complete, arg, request); });
+    return create_request(gpurdma_request::Kind::Persistent, comm, sendbuf, recvbuf, count, dtype, op, complete, arg,
+                          request);
 }
 
 gpurdma_status_t gpurdma_request_start(gpurdma_request_t *request)

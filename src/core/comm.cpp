@@ -36,17 +36,21 @@ void gpurdma_comm::Engine::unlock()
 
 // Calls that start a collective on one communicator must not overlap (MPI makes it
 // erroneous); two that do would interleave their data. One atomic exchange tells.
+// Not checked (always alone) where no other thread can call (checked: false).
 class gpurdma_comm::Starting {
 public:
-    explicit Starting(std::atomic<bool> &flag) : flag_(flag), alone_(!flag.exchange(true, std::memory_order_acquire)) {}
+    explicit Starting(std::atomic<bool> &flag, bool checked = true)
+        : flag_(flag), checked_(checked), alone_(!checked || !flag.exchange(true, std::memory_order_acquire))
+    {}
     ~Starting()
     {
-        if (alone_) flag_.store(false, std::memory_order_release);
+        if (checked_ && alone_) flag_.store(false, std::memory_order_release);
     }
     bool alone() const { return alone_; }
 
 private:
     std::atomic<bool> &flag_;
+    const bool checked_;
     const bool alone_;
 };
 
@@ -70,6 +74,7 @@ gpurdma_comm::~gpurdma_comm()
         std::lock_guard<Engine> hold(engine_);
         // Calls still in flight (the caller freed the communicator, or their requests)
         // complete first: every rank does the same, bounded by the timeout.
+        conclude_ended();
         while (!queue_.empty()) {
             gpurdma_request &front = *queue_.front();
             struct Drain : gpurdma::exec::Task {
@@ -214,7 +219,8 @@ State gpurdma_comm::begin_host(gpurdma_request &r, const gpurdma::algo::Call &ca
     const Status st = algorithm.start(call);
     if (!st.is_ok()) return failed(r, st);
     r.algorithm = &algorithm;
-    if (context->log.enabled(2))
+    // Not from the progress thread: the caller's logging is only for its own threads.
+    if (context->log.enabled(2) && !context->on_progress_thread())
         context->log.log(
             2, "%s: allreduce %zu x %s %s: %s%s (call %llu; registrations so far %llu)", name.c_str(), call.count,
             gpurdma_dtype_name(call.dtype), gpurdma_op_name(call.op), algorithm.describe_call().c_str(),
@@ -289,8 +295,10 @@ void gpurdma_comm::report(gpurdma_request &r, gpurdma_status_t status)
     r.algorithm = nullptr;
     r.result = status;
     if (r.kind == Kind::Blocking) return;
-    r.active.store(false, std::memory_order_release);
     if (r.complete) r.complete(r.arg, status);
+    // Inactive only once the callback has returned: a test that says "complete" lets the
+    // caller free what the callback writes to.
+    r.active.store(false, std::memory_order_release);
     if (r.detached) {
         persistent_.erase(&r);
         delete &r;
@@ -319,16 +327,34 @@ void gpurdma_comm::conclude(gpurdma_request &r, State state, const Status &resul
     report(r, fail(st.code(), st.message()));
 }
 
-int gpurdma_comm::drive_queue()
+void gpurdma_comm::conclude_ended()
+{
+    while (!ended_.empty()) {
+        const Ended e = ended_.front();
+        ended_.pop_front();
+        conclude(*e.request, e.state, e.result);
+    }
+}
+
+int gpurdma_comm::drive_queue(bool reporting)
 {
     int events = 0;
+    if (reporting && !ended_.empty()) {
+        events += static_cast<int>(ended_.size());
+        conclude_ended();
+    }
     while (!queue_.empty()) {
+        if (!reporting && !ended_.empty() && ended_.back().state != State::Done) return events;
         gpurdma_request &front = *queue_.front();
         Status result;
         const State st = loop_for(front).step(front, front.clock, &result);
         if (st == State::Running) return events;
         queue_.pop_front();
         ++events;
+        if (!reporting) {  // not an MPI thread: the next reporting drive concludes it
+            ended_.push_back(Ended{&front, st, result});
+            continue;
+        }
         conclude(front, st, result);
         if (!broken_) continue;
         // What was queued behind a failure cannot run: the peers' calls stopped too.
@@ -351,26 +377,31 @@ void gpurdma_comm::enqueue(gpurdma_request &r)
     context->activate(this);
 }
 
-int gpurdma_comm::poll(bool *idle)
+int gpurdma_comm::poll(bool report, bool *idle)
 {
     if (!engine_.try_lock()) return 0;  // another thread drives it (and will again)
-    const int events = drive_queue();
-    *idle = queue_.empty();
+    const int events = drive_queue(report);
+    *idle = queue_.empty() && ended_.empty();
     engine_.unlock();
     return events;
 }
 
 gpurdma_status_t gpurdma_comm::allreduce(const gpurdma::algo::Call &call)
 {
-    Starting starting(starting_);
+    // The latency path: where no other thread can start or drive calls (context's
+    // concurrent()), neither the concurrency check nor the engine lock is needed.
+    const bool concurrent = context->concurrent();
+    Starting starting(starting_, concurrent);
     if (!starting.alone()) return GPURDMA_ERR_CONCURRENT;
-    std::lock_guard<Engine> hold(engine_);
+    std::unique_lock<Engine> hold(engine_, std::defer_lock);
+    if (concurrent) hold.lock();
     if (broken_) return GPURDMA_ERR_BROKEN;  // last_error still names the first failure
     if (!gpurdma::reduce::supported(call.op, call.dtype)) return GPURDMA_ERR_UNSUPPORTED;
     if (call.count == 0) return GPURDMA_OK;
     // GPU buffers arrive as raw pointers from a non-CUDA-aware Open MPI: recognise them
     // before anything touches them from the CPU.
     const bool device_buffers = gpurdma::gpu::touches_device_memory(call);
+    conclude_ended();  // callbacks in start order, before this call's
     const Status ready = prepare(call, device_buffers, Kind::Blocking);
     if (ready.is_unsupported()) return GPURDMA_ERR_UNSUPPORTED;  // handed on, the communicator intact
     if (!ready.is_ok()) return fail(ready.code(), ready.message());
@@ -407,8 +438,8 @@ gpurdma_status_t gpurdma_comm::allreduce(const gpurdma::algo::Call &call)
     return r.result;
 }
 
-gpurdma_status_t gpurdma_comm::iallreduce(const gpurdma::algo::Call &call, gpurdma_complete_fn_t complete, void *arg,
-                                          gpurdma_request **out)
+gpurdma_status_t gpurdma_comm::create(const gpurdma::algo::Call &call, Kind kind, gpurdma_complete_fn_t complete,
+                                      void *arg, gpurdma_request **out)
 {
     Starting starting(starting_);
     if (!starting.alone()) return GPURDMA_ERR_CONCURRENT;
@@ -417,34 +448,18 @@ gpurdma_status_t gpurdma_comm::iallreduce(const gpurdma::algo::Call &call, gpurd
     if (!gpurdma::reduce::supported(call.op, call.dtype)) return GPURDMA_ERR_UNSUPPORTED;
     const bool device_buffers = call.count > 0 && gpurdma::gpu::touches_device_memory(call);
     if (call.count > 0) {
-        const Status ready = prepare(call, device_buffers, Kind::Nonblocking);
+        const Status ready = prepare(call, device_buffers, kind);
         if (ready.is_unsupported()) return GPURDMA_ERR_UNSUPPORTED;
         if (!ready.is_ok()) return fail(ready.code(), ready.message());
     }
-    auto *r = new gpurdma_request(this, Kind::Nonblocking, call, device_buffers, complete, arg);
+    auto *r = new gpurdma_request(this, kind, call, device_buffers, complete, arg);
     *out = r;
+    if (kind == Kind::Persistent) {
+        persistent_.insert(r);  // inactive until started
+        return GPURDMA_OK;
+    }
     enqueue(*r);
     drive_queue();  // as far as it goes without waiting: the data starts moving now
-    return GPURDMA_OK;
-}
-
-gpurdma_status_t gpurdma_comm::allreduce_init(const gpurdma::algo::Call &call, gpurdma_complete_fn_t complete,
-                                              void *arg, gpurdma_request **out)
-{
-    Starting starting(starting_);
-    if (!starting.alone()) return GPURDMA_ERR_CONCURRENT;
-    std::lock_guard<Engine> hold(engine_);
-    if (broken_) return GPURDMA_ERR_BROKEN;
-    if (!gpurdma::reduce::supported(call.op, call.dtype)) return GPURDMA_ERR_UNSUPPORTED;
-    const bool device_buffers = call.count > 0 && gpurdma::gpu::touches_device_memory(call);
-    if (call.count > 0) {
-        const Status ready = prepare(call, device_buffers, Kind::Persistent);
-        if (ready.is_unsupported()) return GPURDMA_ERR_UNSUPPORTED;
-        if (!ready.is_ok()) return fail(ready.code(), ready.message());
-    }
-    auto *r = new gpurdma_request(this, Kind::Persistent, call, device_buffers, complete, arg);
-    persistent_.insert(r);
-    *out = r;
     return GPURDMA_OK;
 }
 

@@ -40,16 +40,17 @@ struct gpurdma_comm {
 
     // The C API's calls (core/api.cpp has the argument checks).
     gpurdma_status_t allreduce(const gpurdma::algo::Call &call);
-    gpurdma_status_t iallreduce(const gpurdma::algo::Call &call, gpurdma_complete_fn_t complete, void *arg,
-                                gpurdma_request **out);
-    gpurdma_status_t allreduce_init(const gpurdma::algo::Call &call, gpurdma_complete_fn_t complete, void *arg,
-                                    gpurdma_request **out);
+    // A nonblocking call (queued and started now) or a persistent one (planned, inactive).
+    gpurdma_status_t create(const gpurdma::algo::Call &call, gpurdma_request::Kind kind, gpurdma_complete_fn_t complete,
+                            void *arg, gpurdma_request **out);
     gpurdma_status_t start(gpurdma_request &request);
     int test(gpurdma_request &request);
     int release(gpurdma_request *request);
     // The context's progress: advances the queue unless another thread is driving this
-    // communicator. Returns events (calls moved or completed); *idle: nothing queued.
-    int poll(bool *idle);
+    // communicator. report: also conclude the calls that ended (their callbacks; an MPI
+    // thread); otherwise they wait for the next reporting drive. Returns events (calls
+    // moved or ended); *idle: nothing queued or waiting to be reported.
+    int poll(bool report, bool *idle);
 
     // Begins the request's call when it reaches the front, then advances it (engine held).
     gpurdma::exec::State advance_call(gpurdma_request &request);
@@ -102,8 +103,11 @@ private:
     const gpurdma::exec::ProgressLoop &loop_for(const gpurdma_request &request);
     const gpurdma::exec::ProgressLoop &device_loop();
 
-    // Queue (engine held): advances the front calls; reports the ones that ended.
-    int drive_queue();
+    // Queue (engine held): advances the front calls; concludes the ones that ended, or,
+    // without report (the progress thread), keeps them in ended_ for the next drive
+    // that reports, and stops after one that did not succeed.
+    int drive_queue(bool reporting = true);
+    void conclude_ended();
     void enqueue(gpurdma_request &request);
     // The call ended (result ok or the failure); the counters, the callback, a detached request's deletion.
     void conclude(gpurdma_request &request, gpurdma::exec::State state, const gpurdma::Status &result);
@@ -116,6 +120,12 @@ private:
     Engine engine_;
     std::atomic<bool> starting_{false};
     std::deque<gpurdma_request *> queue_;  // started calls, in start order; the front runs
+    struct Ended {
+        gpurdma_request *request;
+        gpurdma::exec::State state;
+        gpurdma::Status result;
+    };
+    std::deque<Ended> ended_;  // ended on the progress thread, not yet concluded
     std::set<gpurdma_request *> persistent_;  // the caller's persistent requests, orphaned at the end
     bool declined_ = false;
     bool broken_ = false;

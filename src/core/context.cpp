@@ -1,6 +1,7 @@
 #include "core/context.h"
 
 #include <algorithm>
+#include <chrono>
 #include <vector>
 
 #include "core/comm.h"
@@ -82,8 +83,8 @@ gpurdma::transport::UcxContext *gpurdma_context::transport(std::string *why)
         ib.gid_index = config.ib_gid_index;
         ib.tc = config.ib_tc;
         ib.sl = config.ib_sl;
-        const gpurdma::Status started =
-            gpurdma::transport::UcxContext::create(ucx_tls, rail_device, ib, &ucx, config.threads != 0);
+        const gpurdma::Status started = gpurdma::transport::UcxContext::create(
+            ucx_tls, rail_device, ib, &ucx, config.threads != 0 || config.progress_thread != 0);
         if (!started.is_ok()) ucx_failure = "cannot start UCX: " + started.message();
         ucx_started_.store(ucx.get(), std::memory_order_release);
     }
@@ -110,15 +111,33 @@ gpurdma::algo::HostSetup gpurdma_context::host_setup()
     return s;
 }
 
+gpurdma_context::~gpurdma_context()
+{
+    if (progress_thread_.joinable()) {
+        {
+            std::lock_guard<std::mutex> hold(wake_lock_);
+            stopping_ = true;
+        }
+        wake_.notify_one();
+        progress_thread_.join();
+    }
+}
+
 int gpurdma_context::progress()
 {
     gpurdma::transport::UcxContext *u = ucx_started_.load(std::memory_order_acquire);
-    int events = u ? static_cast<int>(u->progress()) : 0;
+    const int events = u ? static_cast<int>(u->progress()) : 0;
     if (active_count_.load(std::memory_order_acquire) == 0) return events;
+    return events + progress_calls(true);
+}
+
+int gpurdma_context::progress_calls(bool report)
+{
+    int events = 0;
     std::lock_guard<std::mutex> hold(active_lock_);
     for (size_t i = 0; i < active_.size();) {
         bool idle = false;
-        events += active_[i]->poll(&idle);
+        events += active_[i]->poll(report, &idle);
         if (idle) {
             active_[i] = active_.back();
             active_.pop_back();
@@ -130,11 +149,41 @@ int gpurdma_context::progress()
     return events;
 }
 
+void gpurdma_context::progress_thread_main()
+{
+    // Nothing moved: pause before polling again, so that the application's thread on
+    // the same core keeps most of it, while a multi-step call still advances every
+    // few tens of microseconds.
+    constexpr auto kIdlePause = std::chrono::microseconds(20);
+    for (;;) {
+        {
+            std::unique_lock<std::mutex> hold(wake_lock_);
+            wake_.wait(hold, [this] { return stopping_ || active_count_.load(std::memory_order_acquire) > 0; });
+            if (stopping_) return;
+        }
+        // The worker is thread-safe whenever this thread exists (transport()).
+        gpurdma::transport::UcxContext *u = ucx_started_.load(std::memory_order_acquire);
+        int events = u ? static_cast<int>(u->progress()) : 0;
+        events += progress_calls(false);
+        if (events == 0) std::this_thread::sleep_for(kIdlePause);
+    }
+}
+
 void gpurdma_context::activate(gpurdma_comm *comm)
 {
-    std::lock_guard<std::mutex> hold(active_lock_);
-    if (std::find(active_.begin(), active_.end(), comm) == active_.end()) active_.push_back(comm);
-    active_count_.store(active_.size(), std::memory_order_release);
+    {
+        std::lock_guard<std::mutex> hold(active_lock_);
+        if (std::find(active_.begin(), active_.end(), comm) == active_.end()) active_.push_back(comm);
+        active_count_.store(active_.size(), std::memory_order_release);
+        if (config.progress_thread && !progress_thread_.joinable()) {
+            progress_thread_started_.store(true, std::memory_order_relaxed);
+            progress_thread_ = std::thread([this] { progress_thread_main(); });
+        }
+    }
+    if (config.progress_thread) {
+        std::lock_guard<std::mutex> hold(wake_lock_);  // the thread checks the count under it
+        wake_.notify_one();
+    }
 }
 
 void gpurdma_context::deactivate(gpurdma_comm *comm)
@@ -146,7 +195,8 @@ void gpurdma_context::deactivate(gpurdma_comm *comm)
 
 void gpurdma_context::add_total(uint64_t gpurdma_comm_stats_t::*field, uint64_t n)
 {
-    __atomic_fetch_add(&(totals.*field), n, __ATOMIC_RELAXED);
+    if (concurrent()) __atomic_fetch_add(&(totals.*field), n, __ATOMIC_RELAXED);
+    else totals.*field += n;  // one thread: the reader (MPI_T) is this thread too
 }
 
 gpurdma_comm_stats_t gpurdma_context::read_totals() const

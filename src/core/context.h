@@ -2,9 +2,11 @@
 #pragma once
 
 #include <atomic>
+#include <condition_variable>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "algo/host_team.h"
@@ -40,12 +42,23 @@ struct gpurdma_context {
     // then agrees, so a rank without UCX makes all of its peers decline together.
     gpurdma::transport::UcxContext *transport(std::string *why);
 
-    // Drives UCX once, then the communicators with calls queued (any thread).
+    ~gpurdma_context();
+
+    // Drives UCX once, then the communicators with calls queued, reporting the calls
+    // that ended (any thread that may call back into the caller: an MPI thread).
     int progress();
+    // Whether this is the context's own progress thread (which never reports nor logs:
+    // it is not an MPI thread).
+    bool on_progress_thread() const { return std::this_thread::get_id() == progress_thread_.get_id(); }
     // A communicator with calls queued, until progress finds its queue empty (its engine held).
     void activate(gpurdma_comm *comm);
     // A communicator going away (its engine held): progress never sees it again.
     void deactivate(gpurdma_comm *comm);
+
+    // Whether another thread may drive or start calls at the same time as this one: a
+    // threaded caller, or our progress thread once it runs. Below MPI_THREAD_MULTIPLE and
+    // before any queued call, the latency path needs no lock or atomic.
+    bool concurrent() const { return config.threads != 0 || progress_thread_started_.load(std::memory_order_relaxed); }
 
     // The process totals, added to and read from any thread.
     void add_total(uint64_t gpurdma_comm_stats_t::*field, uint64_t n);
@@ -66,4 +79,15 @@ private:
     std::mutex active_lock_;
     std::vector<gpurdma_comm *> active_;
     std::atomic<size_t> active_count_{0};
+    // Advances the active communicators; report: also the callbacks of calls that ended.
+    int progress_calls(bool report);
+
+    // The progress thread (config.progress_thread): started by the first queued call;
+    // polls while calls are queued, sleeps on wake_ otherwise.
+    void progress_thread_main();
+    std::thread progress_thread_;
+    std::atomic<bool> progress_thread_started_{false};  // set by the thread that starts it
+    std::mutex wake_lock_;
+    std::condition_variable wake_;
+    bool stopping_ = false;  // under wake_lock_
 };

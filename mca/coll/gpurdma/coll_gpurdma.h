@@ -53,7 +53,7 @@ typedef struct mca_coll_gpurdma_module {
     mca_coll_base_module_t *prev_iallreduce_module;
     mca_coll_base_module_allreduce_init_fn_t prev_allreduce_init;
     mca_coll_base_module_t *prev_allreduce_init_module;
-    int failure_reported; /* the core's failure text printed once (atomic) */
+    int set_up; /* the core's set-up of this communicator is done (sticky, atomic) */
     char name[96];
 } mca_coll_gpurdma_module_t;
 
@@ -86,8 +86,6 @@ bool mca_coll_gpurdma_device_buffers(const void *sbuf, const void *rbuf);
 /* The MPI error for a core status returned by a starting call, with its level-0 line
  * (the core prints its own failures; this names what it does not). */
 int mca_coll_gpurdma_start_error(mca_coll_gpurdma_module_t *m, gpurdma_status_t st);
-/* Prints the core's text of this communicator's failure, once per communicator. */
-void mca_coll_gpurdma_report_failure(mca_coll_gpurdma_module_t *m);
 
 /* MPI handle -> core enum; false for anything the core does not take. */
 bool mca_coll_gpurdma_map_datatype(struct ompi_datatype_t *dtype, gpurdma_dtype_t *out);

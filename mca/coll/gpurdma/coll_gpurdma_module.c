@@ -25,7 +25,7 @@ static void module_construct(mca_coll_gpurdma_module_t *m)
     m->prev_iallreduce_module = NULL;
     m->prev_allreduce_init = NULL;
     m->prev_allreduce_init_module = NULL;
-    m->failure_reported = 0;
+    m->set_up = 0;
     m->name[0] = '\0';
     /* Modules come and go in whichever thread creates or frees a communicator. */
     __atomic_add_fetch(&mca_coll_gpurdma_globals.live_modules, 1, __ATOMIC_ACQ_REL);
@@ -235,11 +235,19 @@ int mca_coll_gpurdma_start_error(mca_coll_gpurdma_module_t *m, gpurdma_status_t 
 {
     switch (st) {
         case GPURDMA_OK: return MPI_SUCCESS;
-        case GPURDMA_ERR_CONCURRENT:
-            /* Nothing was done; the other thread's call goes on. */
-            mca_coll_gpurdma_output(0, "concurrent collective calls on %s from two threads (erroneous in MPI)",
-                                    m->name);
+        case GPURDMA_ERR_CONCURRENT: {
+            /* Nothing was done; the other thread's call goes on. The name as it is now
+             * (MPI_Comm_set_name may have come after enable). */
+            const char *now = gpurdma_comm_name(m->comm);
+            if (now[0])
+                mca_coll_gpurdma_output(
+                    0, "concurrent collective calls on %s (cid %u) from two threads (erroneous in MPI)", now,
+                    gpurdma_comm_cid(m->comm));
+            else
+                mca_coll_gpurdma_output(0, "concurrent collective calls on %s from two threads (erroneous in MPI)",
+                                        m->name);
             return MPI_ERR_OTHER;
+        }
         case GPURDMA_ERR_BROKEN:
             mca_coll_gpurdma_output(0, "%s: disabled after an earlier failure (%s)", m->name,
                                     gpurdma_comm_last_error(m->core));
@@ -248,11 +256,4 @@ int mca_coll_gpurdma_start_error(mca_coll_gpurdma_module_t *m, gpurdma_status_t 
             /* The core has printed the stage and peer; MPI's error handler decides what next. */
             return MPI_ERR_OTHER;
     }
-}
-
-void mca_coll_gpurdma_report_failure(mca_coll_gpurdma_module_t *m)
-{
-    /* Every call in flight on a failed communicator fails with the same text. */
-    if (0 == __atomic_exchange_n(&m->failure_reported, 1, __ATOMIC_ACQ_REL))
-        mca_coll_gpurdma_output(0, "%s: %s", m->name, gpurdma_comm_last_error(m->core));
 }

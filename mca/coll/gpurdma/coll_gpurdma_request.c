@@ -27,7 +27,6 @@ typedef struct mca_coll_gpurdma_request {
     gpurdma_request_t *core; /* the core's request; NULL for a blocking-start one */
     int32_t refs; /* the user's handle + 1 while the core has a call in flight (atomic) */
     int freed; /* the user's handle is gone: the callback completes nothing (atomic) */
-    int status; /* gpurdma_status_t of the last completed call (atomic) */
     struct mca_coll_gpurdma_request *next_deferred;
     /* A persistent request the core declined whose buffers are in GPU memory (or with no
      * previous persistent allreduce): each start runs the blocking fallback. The
@@ -55,7 +54,6 @@ static void request_construct(mca_coll_gpurdma_request_t *r)
     r->core = NULL;
     r->refs = 1;
     r->freed = 0;
-    r->status = GPURDMA_OK;
     r->next_deferred = NULL;
     r->blocking = false;
     r->why = NULL;
@@ -129,19 +127,17 @@ void mca_coll_gpurdma_release_deferred(void)
     pthread_mutex_unlock(&deferred_lock);
     while (r) {
         mca_coll_gpurdma_request_t *next = r->next_deferred;
-        /* Freed while in flight: no one else will see its status. */
-        if (GPURDMA_OK != __atomic_load_n(&r->status, __ATOMIC_ACQUIRE)) mca_coll_gpurdma_report_failure(r->module);
         OBJ_RELEASE(r);
         r = next;
     }
 }
 
 /* The core's completion callback: the comm's engine is held; only MPI's request state
- * is touched. */
+ * is touched. A failure's text (stage, peer, host) the core has printed already, at level
+ * 0, when it failed. */
 static void request_complete(void *arg, gpurdma_status_t status)
 {
     mca_coll_gpurdma_request_t *r = (mca_coll_gpurdma_request_t *)arg;
-    __atomic_store_n(&r->status, (int)status, __ATOMIC_RELEASE);
     if (!__atomic_load_n(&r->freed, __ATOMIC_ACQUIRE)) {
         r->super.req_status.MPI_ERROR = GPURDMA_OK == status ? MPI_SUCCESS : MPI_ERR_OTHER;
         ompi_request_complete(&r->super, true);
@@ -164,8 +160,6 @@ static int request_free(ompi_request_t **rptr)
         (void)gpurdma_request_free(r->core);
         r->core = NULL;
     }
-    /* A failure the user saw (MPI_Wait's error path frees the request here). */
-    if (GPURDMA_OK != __atomic_load_n(&r->status, __ATOMIC_ACQUIRE)) mca_coll_gpurdma_report_failure(r->module);
     request_put(r, false);
     return OMPI_SUCCESS;
 }
@@ -193,7 +187,6 @@ static int request_start(size_t count, ompi_request_t **requests)
         }
         mca_coll_gpurdma_module_t *m = r->module;
         r->super.req_status.MPI_ERROR = MPI_SUCCESS;
-        __atomic_store_n(&r->status, (int)GPURDMA_OK, __ATOMIC_RELAXED);
         /* Pending before the core has it: its callback may run in another thread at once. */
         r->super.req_complete = REQUEST_PENDING;
         r->super.req_state = OMPI_REQUEST_ACTIVE;
@@ -228,6 +221,27 @@ static const char *core_takes(struct ompi_datatype_t *dtype, struct ompi_op_t *o
 
 static const char *const core_declined = "op not defined for this datatype, or set-up declined";
 
+/*
+ * Whether a nonblocking call may run the communicator's set-up (a blocking collective over
+ * the previous allgather). Open MPI's own communicator creation calls MPI_Iallreduce of
+ * one MPI_INT (MAX or MIN, on the parent) from inside its progress engine, where a blocking
+ * wait never returns under MPI_THREAD_MULTIPLE (it waits behind its own progress loop).
+ * So until the communicator is set up, by a larger MPI_Iallreduce or by any blocking or
+ * persistent call, single-element calls go to the previous module: the same choice on
+ * every rank (same count, same calls before it).
+ */
+static bool may_set_up(mca_coll_gpurdma_module_t *m, gpurdma_coll_count_t count)
+{
+    if (__atomic_load_n(&m->set_up, __ATOMIC_ACQUIRE)) return true;
+    if (ompi_comm_size(m->comm) > 1) {
+        gpurdma_comm_stats_t stats;
+        gpurdma_comm_get_stats(m->core, &stats); /* setups goes from 0 to 1, once */
+        if (0 == stats.setups) return count > 1;
+    }
+    __atomic_store_n(&m->set_up, 1, __ATOMIC_RELEASE);
+    return true;
+}
+
 static int iallreduce_fallback(mca_coll_gpurdma_module_t *m, const char *why, const void *sbuf, void *rbuf,
                                gpurdma_coll_count_t count, struct ompi_datatype_t *dtype, struct ompi_op_t *op,
                                struct ompi_communicator_t *comm, ompi_request_t **request)
@@ -254,6 +268,7 @@ int mca_coll_gpurdma_iallreduce(const void *sbuf, void *rbuf, gpurdma_coll_count
     gpurdma_dtype_t gdt;
     gpurdma_op_t gop;
     const char *why = core_takes(dtype, op, &gdt, &gop);
+    if (NULL == why && !may_set_up(m, count)) why = "one element before the communicator's set-up";
     if (why) return iallreduce_fallback(m, why, sbuf, rbuf, count, dtype, op, comm, request);
 #if OMPI_MAJOR_VERSION < 6
     if (count < 0) return MPI_ERR_COUNT;
