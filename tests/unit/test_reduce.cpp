@@ -845,7 +845,7 @@ TEST(ReduceApi, NamesAreDistinctAndNeverNull)
     EXPECT_STREQ(gpurdma_dtype_name(GPURDMA_FLOAT), "float");
     EXPECT_NE(gpurdma_dtype_name(static_cast<gpurdma_dtype_t>(GPURDMA_DTYPE_COUNT)), nullptr);
     EXPECT_STREQ(gpurdma_op_name(static_cast<gpurdma_op_t>(GPURDMA_OP_COUNT)), "unknown");
-    EXPECT_STREQ(gpurdma_status_name(static_cast<gpurdma_status_t>(7)), "unknown");
+    EXPECT_STREQ(gpurdma_status_name(static_cast<gpurdma_status_t>(GPURDMA_ERR_CONCURRENT + 1)), "unknown");
 }
 
 // Counts past 2^31 must not be truncated anywhere. Needs 4 GiB, so opt-in.
