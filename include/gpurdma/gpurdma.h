@@ -149,6 +149,12 @@ typedef struct gpurdma_config {
     int threads; /* 1: several threads may call into the context at once (MPI_THREAD_MULTIPLE): UCX's
                                  worker is created thread-safe. Not a parameter: the caller's thread level */
     gpurdma_log_fn_t log; /* may be NULL */
+    /* The caller's own progress (Open MPI's opal_progress), called now and then while a
+     * blocking call waits, so that the caller's other operations that peers may be
+     * waiting for (another module's nonblocking collective, point-to-point) still move.
+     * It may call gpurdma_context_progress (a communicator this thread is driving is
+     * skipped). May be NULL. */
+    void (*outside_progress)(void);
 } gpurdma_config_t;
 
 /* Every parameter at its default (from the parameter table below); local_rank -1, log NULL. */

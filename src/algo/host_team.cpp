@@ -123,6 +123,7 @@ Status HostTeam::connect_media()
     policy.yield_when_idle = waits_.at(hosts_[static_cast<size_t>(rank)]).yield;
     policy.spin_us = cfg.spin_us;
     policy.timeout_s = cfg.timeout_s;
+    policy.outside_progress = cfg.outside_progress;
     std::function<unsigned()> poll;
     if (uses_ucx()) poll = [ucx = ucx_->context()] { return ucx->progress(); };
     loop_.emplace(policy, exec::WaitSite{setup_.name, rank, setup_.host}, std::move(poll));

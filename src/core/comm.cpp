@@ -173,9 +173,11 @@ gpurdma::gpu::DeviceAllreduce &gpurdma_comm::device()
 const gpurdma::exec::ProgressLoop &gpurdma_comm::device_loop()
 {
     // Without a host team the placement is unknown: yield when idle, as device waits always did.
-    if (!device_loop_)
-        device_loop_.emplace(gpurdma::exec::WaitPolicy{true, context->config.spin_us, context->config.timeout_s},
-                             gpurdma::exec::WaitSite{name, rank, context->host});
+    if (!device_loop_) {
+        gpurdma::exec::WaitPolicy policy{true, context->config.spin_us, context->config.timeout_s};
+        policy.outside_progress = context->config.outside_progress;
+        device_loop_.emplace(policy, gpurdma::exec::WaitSite{name, rank, context->host});
+    }
     return *device_loop_;
 }
 
@@ -393,8 +395,12 @@ gpurdma_status_t gpurdma_comm::allreduce(const gpurdma::algo::Call &call)
     const bool concurrent = context->concurrent();
     Starting starting(starting_, concurrent);
     if (!starting.alone()) return GPURDMA_ERR_CONCURRENT;
-    std::unique_lock<Engine> hold(engine_, std::defer_lock);
-    if (concurrent) hold.lock();
+    struct Hold {
+        Engine &engine;
+        const bool locked;
+        Hold(Engine &e, bool lock) : engine(e), locked(lock) { locked ? engine.lock() : engine.claim(); }
+        ~Hold() { locked ? engine.unlock() : engine.unclaim(); }
+    } hold(engine_, concurrent);
     if (broken_) return GPURDMA_ERR_BROKEN;  // last_error still names the first failure
     if (!gpurdma::reduce::supported(call.op, call.dtype)) return GPURDMA_ERR_UNSUPPORTED;
     if (call.count == 0) return GPURDMA_OK;

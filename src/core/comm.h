@@ -72,6 +72,10 @@ private:
         void lock();
         bool try_lock();
         void unlock();
+        // Where no other thread can drive this communicator: only marked as this thread's,
+        // so that progress re-entered from inside a wait (MPI's) skips it.
+        void claim() { owner_.store(std::this_thread::get_id(), std::memory_order_relaxed); }
+        void unclaim() { owner_.store(std::thread::id(), std::memory_order_relaxed); }
         bool held_by_this_thread() const
         {
             return owner_.load(std::memory_order_relaxed) == std::this_thread::get_id();

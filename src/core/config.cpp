@@ -164,6 +164,7 @@ void gpurdma_config_default(gpurdma_config_t *config)
     config->local_processes = 0;
     config->local_rank = -1;
     config->log = nullptr;
+    config->outside_progress = nullptr;
 }
 
 gpurdma_status_t gpurdma_config_set(gpurdma_config_t *config, int index, gpurdma_param_value_t value)

@@ -101,6 +101,7 @@ Status ProgressLoop::run(Task &task) const
         // peer we wait for gets to run. A wait longer than the spin budget means the
         // peer is not running either (other "nodes" or jobs share the cores): yield too.
         ++idle;
+        if (policy_.outside_progress && idle % WaitPolicy::kOutsideEvery == 0) policy_.outside_progress();
         if (yielding) std::this_thread::yield();
         else if (idle > 64) cpu_relax();  // the first polls at full speed: the peer is usually close
         if (idle % 16 != 1) continue;

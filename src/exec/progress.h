@@ -19,6 +19,12 @@ struct WaitPolicy {
     double spin_us = 20.0;
     // Longest time without any movement before the call fails.
     double timeout_s = 60.0;
+    // The caller's own progress (MPI's), run every kOutsideEvery idle polls: MPI's
+    // progress rule says a rank blocked in any MPI call moves its other operations, and
+    // a peer may be waiting on one of them (another module's nonblocking collective)
+    // before it can join ours. Not in the first polls: a short wait never pays for it.
+    void (*outside_progress)() = nullptr;
+    static constexpr unsigned kOutsideEvery = 256;
 };
 
 // Who is waiting, for messages: "<name>: allreduce timed out after 60 s in <stage and

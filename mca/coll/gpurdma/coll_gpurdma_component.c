@@ -176,6 +176,11 @@ static void log_message(int level, const char *message)
     mca_coll_gpurdma_output(level, "%s", message);
 }
 
+static void outside_progress(void)
+{
+    (void)opal_progress();
+}
+
 static int progress_callback(void)
 {
     return mca_coll_gpurdma_globals.context ? gpurdma_context_progress(mca_coll_gpurdma_globals.context) : 0;
@@ -187,6 +192,9 @@ static void validated_config(gpurdma_config_t *c)
 {
     mca_coll_gpurdma_config_from_params(c);
     c->log = log_message;
+    /* Our blocking waits keep Open MPI's other operations moving (MPI's progress rule):
+     * a peer may wait on this rank's libnbc request before it joins our call. */
+    c->outside_progress = outside_progress;
     (void)gpurdma_config_validate(c);
     /* The whole job's processes on this node, not just a communicator's: ranks of other
      * communicators may be the ones our spinning would starve. */
