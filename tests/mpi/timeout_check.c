@@ -152,13 +152,17 @@ int main(int argc, char **argv)
         printf("rank %d: MPI_Request_free of the persistent request failed\n", rank);
         failed++;
     }
+    /* The late rank arrives long after the others: a barrier (not gpurdma's) absorbs that
+     * wait, which would otherwise exceed the timeout of gpurdma's allreduce below. It
+     * comes before the communicator is freed: the late rank's call still writes into
+     * the others' landing slots, and UCX 1.18's CMA transport aborts the writer when the
+     * target has already unmapped them (endpoints use UCX's default error mode; see
+     * docs/RELIABILITY.md). */
+    MPI_Barrier(MPI_COMM_WORLD);
     free(in);
     free(out);
     MPI_Comm_free(&comm);
-    /* MPI_COMM_WORLD still works: the failure stayed on its communicator.  The late rank
-     * arrives here long after the others: a barrier (not gpurdma's) absorbs that wait,
-     * which would otherwise exceed the timeout of gpurdma's allreduce below. */
-    MPI_Barrier(MPI_COMM_WORLD);
+    /* MPI_COMM_WORLD still works: the failure stayed on its communicator. */
     if (world_handler_calls) {
 #if defined(OMPI_MAJOR_VERSION) && OMPI_MAJOR_VERSION < 5
         printf("note: rank %d: Open MPI 4 raised %d request error(s) on MPI_COMM_WORLD's handler, not the "
