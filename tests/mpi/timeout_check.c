@@ -154,10 +154,8 @@ int main(int argc, char **argv)
     }
     /* The late rank arrives long after the others: a barrier (not gpurdma's) absorbs that
      * wait, which would otherwise exceed the timeout of gpurdma's allreduce below. It
-     * comes before the communicator is freed: the late rank's call still writes into
-     * the others' landing slots, and UCX 1.18's CMA transport aborts the writer when the
-     * target has already unmapped them (endpoints use UCX's default error mode; see
-     * docs/RELIABILITY.md). */
+     * comes before the communicator is freed, so that the late rank's call never writes
+     * into landing slots already released. */
     MPI_Barrier(MPI_COMM_WORLD);
     free(in);
     free(out);
