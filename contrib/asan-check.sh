@@ -2,7 +2,8 @@
 # Builds gpurdma with ASan + UBSan (in build-asan/), runs the unit tests in that build,
 # then MPI jobs with it: the osu-compat benchmark with validation, the correctness
 # check (one node, and 2x2 logical nodes over UCX), the dup/free lifecycle, the
-# fallbacks, a stuck peer (the timeout error path) and a short load run. Fails on any
+# fallbacks, a stuck peer (the timeout error path), a short load run, nonblocking and
+# persistent requests, and threads (with and without the progress thread). Fails on any
 # sanitizer error, and on any leak whose stack passes through gpurdma (Open MPI and UCX
 # leak at exit on their own; those are not ours).
 set -euo pipefail
@@ -10,7 +11,7 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 build=${GPURDMA_ASAN_BUILD:-$top/build-asan}
 GPURDMA_BUILD=$build bash "$top/contrib/setup.sh" --enable-sanitizers --without-cuda
 make -C "$build" -j"$(nproc)" tests/mpi/allreduce_check tests/mpi/lifecycle_check tests/mpi/fallback_check \
-    tests/mpi/stuck_peer_check tests/mpi/load_check >/dev/null
+    tests/mpi/stuck_peer_check tests/mpi/load_check tests/mpi/nonblocking_check tests/mpi/thread_stress_check >/dev/null
 # The unit tests under the sanitizers (GoogleTest; absent when configure found no gtest).
 if make -C "$build" -n tests/unit/gpurdma_unit >/dev/null 2>&1; then
     make -C "$build" -j"$(nproc)" tests/unit/gpurdma_unit >/dev/null
@@ -67,4 +68,10 @@ check "fallback_check" --mca coll_gpurdma_verbose 2 "$build/tests/mpi/fallback_c
 NP=3 check "stuck peer (timeout error path)" --mca coll_gpurdma_timeout 2 --mca coll_gpurdma_logical_nodes 1 \
     "$build/tests/mpi/stuck_peer_check" stop 1 20 65536 2
 check "load_check 20000 + 20" "$build/tests/mpi/load_check" 20000 20 64
+# Requests: queued, persistent and freed while in flight; then threads on shared and
+# separate communicators (MPI_THREAD_MULTIPLE), with and without the progress thread.
+NP=2 check "nonblocking_check" "$build/tests/mpi/nonblocking_check" --quick --strict
+NP=2 check "thread_stress_check" "$build/tests/mpi/thread_stress_check" --threads 3 --seconds 2
+NP=2 check "thread_stress_check, progress thread" --mca coll_gpurdma_progress_thread 1 \
+    "$build/tests/mpi/thread_stress_check" --threads 3 --seconds 2
 exit $status

@@ -80,7 +80,8 @@ static void free_bufs(void)
     }
 }
 
-#include "matrix.h" /* types, ops, inputs, reference fold */
+#include "comm_cases.h" /* describe_comm, create_reversed_subset */
+#include "matrix.h"     /* types, ops, inputs, reference fold */
 
 /* ------------------------------------------------------------------------ */
 /* Communicators                                                             */
@@ -102,19 +103,11 @@ static int ncomms;
 static void add_comm(const char *name, MPI_Comm c, bool all_types, bool large, bool owned)
 {
     comm_case *cc = &comms[ncomms++];
-    snprintf(cc->name, sizeof cc->name, "%s", name);
     cc->comm = c;
     cc->all_types = all_types;
     cc->large = large;
     cc->owned = owned;
-    cc->rank = -1;
-    cc->size = 0;
-    if (c != MPI_COMM_NULL) {
-        MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN);
-        MPI_Comm_rank(c, &cc->rank);
-        MPI_Comm_size(c, &cc->size);
-        snprintf(cc->name, sizeof cc->name, "%s(size %d)", name, cc->size);
-    }
+    describe_comm(c, name, cc->name, sizeof cc->name, &cc->rank, &cc->size);
 }
 
 static void create_comms(void)
@@ -137,20 +130,7 @@ static void create_comms(void)
     MPI_Comm_split(MPI_COMM_WORLD, rank % 2, size - rank, &c);
     add_comm("split_parity_reversed", c, false, false, true);
 
-    /* All ranks but the last, in reverse order. */
-    c = MPI_COMM_NULL;
-    if (size >= 2 && rank < size - 1) {
-        MPI_Group wg, g;
-        int *ranks = xmalloc((size_t)size * sizeof *ranks);
-        for (int i = 0; i < size - 1; i++)
-            ranks[i] = size - 2 - i;
-        MPI_Comm_group(MPI_COMM_WORLD, &wg);
-        MPI_Group_incl(wg, size - 1, ranks, &g);
-        MPI_Comm_create_group(MPI_COMM_WORLD, g, 7, &c);
-        MPI_Group_free(&g);
-        MPI_Group_free(&wg);
-        free(ranks);
-    }
+    c = create_reversed_subset();
     add_comm("create_group_reversed", c, false, true, true);
 
     add_comm("self", MPI_COMM_SELF, true, true, false);

@@ -50,6 +50,7 @@
 #define MAX_BATCH 64
 
 #include "check_common.h" /* fail, xmalloc, summary */
+#include "comm_cases.h"   /* describe_comm, create_reversed_subset */
 #include "matrix.h"       /* types, ops, inputs, reference fold */
 #include "pvars.h"
 
@@ -102,16 +103,8 @@ static void set_comm(int i, const char *name, MPI_Comm c, bool all_types, bool o
     cc->comm = c;
     cc->all_types = all_types;
     cc->owned = owned;
-    cc->rank = -1;
-    cc->size = 0;
     cc->hash = HASH_INIT;
-    snprintf(cc->name, sizeof cc->name, "%s", name);
-    if (c != MPI_COMM_NULL) {
-        MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN);
-        MPI_Comm_rank(c, &cc->rank);
-        MPI_Comm_size(c, &cc->size);
-        snprintf(cc->name, sizeof cc->name, "%s(size %d)", name, cc->size);
-    }
+    describe_comm(c, name, cc->name, sizeof cc->name, &cc->rank, &cc->size);
 }
 
 static void create_comms(void)
@@ -125,20 +118,7 @@ static void create_comms(void)
     set_comm(C_DUP, "dup", c, false, true);
     MPI_Comm_split(MPI_COMM_WORLD, rank % 2, size - rank, &c);
     set_comm(C_SPLIT, "split_parity_reversed", c, false, true);
-    /* All ranks but the last, in reverse order. */
-    c = MPI_COMM_NULL;
-    if (size >= 2 && rank < size - 1) {
-        MPI_Group wg, g;
-        int *ranks = xmalloc((size_t)size * sizeof *ranks);
-        for (int i = 0; i < size - 1; i++)
-            ranks[i] = size - 2 - i;
-        MPI_Comm_group(MPI_COMM_WORLD, &wg);
-        MPI_Group_incl(wg, size - 1, ranks, &g);
-        MPI_Comm_create_group(MPI_COMM_WORLD, g, 7, &c);
-        MPI_Group_free(&g);
-        MPI_Group_free(&wg);
-        free(ranks);
-    }
+    c = create_reversed_subset();
     set_comm(C_REVERSED, "create_group_reversed", c, false, true);
     set_comm(C_SELF, "self", MPI_COMM_SELF, false, false);
     MPI_Comm_dup(MPI_COMM_WORLD, &c);
