@@ -125,6 +125,7 @@ gpurdma_context::~gpurdma_context()
 
 int gpurdma_context::progress()
 {
+    caller_polled();
     gpurdma::transport::UcxContext *u = ucx_started_.load(std::memory_order_acquire);
     const int events = u ? static_cast<int>(u->progress()) : 0;
     if (active_count_.load(std::memory_order_acquire) == 0) return events;
@@ -155,11 +156,20 @@ void gpurdma_context::progress_thread_main()
     // the same core keeps most of it, while a multi-step call still advances every
     // few tens of microseconds.
     constexpr auto kIdlePause = std::chrono::microseconds(20);
+    // An MPI thread polled within this long: it is waiting on its calls and drives them
+    // itself, so this thread sleeps instead of competing for the core and the engine;
+    // once the application computes again it takes over within this.
+    constexpr int64_t kCallerGraceNs = 100 * 1000;
     for (;;) {
         {
             std::unique_lock<std::mutex> hold(wake_lock_);
             wake_.wait(hold, [this] { return stopping_ || active_count_.load(std::memory_order_acquire) > 0; });
             if (stopping_) return;
+        }
+        const int64_t since_caller = steady_ns() - caller_poll_ns_.load(std::memory_order_relaxed);
+        if (since_caller < kCallerGraceNs) {
+            std::this_thread::sleep_for(std::chrono::nanoseconds(kCallerGraceNs - since_caller));
+            continue;
         }
         // The worker is thread-safe whenever this thread exists (transport()).
         gpurdma::transport::UcxContext *u = ucx_started_.load(std::memory_order_acquire);

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <memory>
 #include <mutex>
@@ -50,6 +51,14 @@ struct gpurdma_context {
     // Whether this is the context's own progress thread (which never reports nor logs:
     // it is not an MPI thread).
     bool on_progress_thread() const { return std::this_thread::get_id() == progress_thread_.get_id(); }
+    // An MPI thread is polling our calls itself (MPI_Wait, MPI_Test, opal_progress): the
+    // progress thread keeps out of its way for a while (it would take a core from a
+    // rank and the engine from the thread that waits). Free when there is no thread.
+    void caller_polled()
+    {
+        if (progress_thread_started_.load(std::memory_order_relaxed))
+            caller_poll_ns_.store(steady_ns(), std::memory_order_relaxed);
+    }
     // A communicator with calls queued, until progress finds its queue empty (its engine held).
     void activate(gpurdma_comm *comm);
     // A communicator going away (its engine held): progress never sees it again.
@@ -87,6 +96,12 @@ private:
     void progress_thread_main();
     std::thread progress_thread_;
     std::atomic<bool> progress_thread_started_{false};  // set by the thread that starts it
+    std::atomic<int64_t> caller_poll_ns_{0};  // when an MPI thread last polled (steady clock)
+    static int64_t steady_ns()
+    {
+        return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+            .count();
+    }
     std::mutex wake_lock_;
     std::condition_variable wake_;
     bool stopping_ = false;  // under wake_lock_
