@@ -234,7 +234,8 @@ CompletionPtr enqueue(Stream *s, std::function<int()> work, std::vector<Completi
     return s->tail;
 }
 
-void wait_for(std::unique_lock<std::mutex> &lock, const CompletionPtr &c)
+// By value: the work enqueued after the call is not waited for.
+void wait_for(std::unique_lock<std::mutex> &lock, CompletionPtr c)
 {
     if (c) g_cv.wait(lock, [&c] { return c->done; });
 }
@@ -248,8 +249,9 @@ void drain_all(std::unique_lock<std::mutex> &lock)
     for (const auto &t : tails) wait_for(lock, t);
 }
 
-// A copy on a stream; one to or from pageable host memory returns once done, as CUDA's.
-int copy_on(void *stream, uintptr_t dst, uintptr_t src, size_t n)
+// A copy on a stream; a synchronous one, or one to or from pageable host memory, returns
+// once done, as CUDA's.
+int copy_on(void *stream, uintptr_t dst, uintptr_t src, size_t n, bool sync = false)
 {
     std::unique_lock<std::mutex> lock(g_mu);
     Stream *s = stream_of(stream);
@@ -262,18 +264,14 @@ int copy_on(void *stream, uintptr_t dst, uintptr_t src, size_t n)
         if (n) std::memmove(reinterpret_cast<void *>(dst), reinterpret_cast<const void *>(src), n);
         return kSuccess;
     });
-    if (pageable) wait_for(lock, done);
+    if (sync || pageable) wait_for(lock, done);
     return kSuccess;
 }
 
 // A synchronous copy: on the null stream, back when done.
 int copy_sync(uintptr_t dst, uintptr_t src, size_t n)
 {
-    const int rc = copy_on(nullptr, dst, src, n);
-    if (rc != kSuccess) return rc;
-    std::unique_lock<std::mutex> lock(g_mu);
-    wait_for(lock, g_null_stream->tail);
-    return kSuccess;
+    return copy_on(nullptr, dst, src, n, true);
 }
 
 int report_leaks()
