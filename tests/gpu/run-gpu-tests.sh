@@ -18,6 +18,7 @@ launcher=$build/tests/gpu/gpu_launcher
 
 fake=$build/tests/gpu/fake
 mkdir -p "$fake"
+# shellcheck disable=SC2206 # CXX may hold several words ("ccache g++")
 cxx=(${CXX:-g++} -std=c++17 -O2 -Wall -Wextra -pthread -I"$src/include" -I"$src/src")
 echo "== the stand-in driver's own semantics (fake_cuda_check)"
 if ! "${cxx[@]}" -shared -fPIC -Wl,-Bsymbolic -Wl,-z,nodelete -o "$fake/libcuda.so.1" \
