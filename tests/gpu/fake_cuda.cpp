@@ -1,28 +1,83 @@
 // A stand-in libcuda.so.1 for machines without a GPU, so the device path's protocol
-// (set-up votes, IPC handle exchange and cache, slices, barriers, in place, staging
-// decisions) runs in the test suite. "Device memory" is memfd-backed host memory; an
-// IPC handle names the exporter's pid and fd, opened through /proc; a kernel launch
-// folds the sources with the host reduction in rank order, as the real kernel does;
-// cuModuleLoadData checks the embedded image is a fatbin and cuModuleGetFunction that
-// the kernel's name is in it; work on a stream is done at once, but cuStreamQuery says
-// "not ready" once after each launch or copy, so the callers' polling runs too. It
-// proves the protocol, not the CUDA kernels.
-// Build: g++ -shared -fPIC -Wl,-Bsymbolic -I include -I src fake_cuda.cpp src/reduce/reduce_host.cpp
+// (set-up votes, IPC handle exchange and cache, slices, barriers, in place, staging,
+// stream and event ordering) runs in the test suite. It proves the protocol, not the
+// CUDA kernels.
+//  - "Device memory" is memfd-backed host memory; an IPC handle names the exporter's pid
+//    and fd, opened through /proc.
+//  - Streams are real: each one (the null stream too) is a FIFO of operations run in
+//    order by a worker thread of its own: copies, kernel launches, host functions, event
+//    records and waits. A copy reads its source when the worker runs it, not when it is
+//    enqueued, so reusing a staging buffer before its event completes gives wrong data,
+//    as on a GPU. A kernel launch folds the sources with the host reduction in rank
+//    order, as the real kernel does (its parameters are copied at launch, like CUDA's).
+//    The null stream has the legacy semantics: it waits for the blocking streams' earlier
+//    work and they wait for its. Copies to or from pageable (not page-locked) host memory
+//    return only once done, as CUDA's do. cuStreamQuery also says "not ready" at least
+//    once after each enqueue, so the callers' polling runs even when the work is quick.
+//  - Page-locked host memory (cuMemHostAlloc, cuMemHostRegister) is tracked: overlapping
+//    registrations fail with 712, unregistering what is not registered with 713, and
+//    cuPointerGetAttributes says "host" (1) for it and gives null attributes for pageable
+//    memory, as CUDA does. Freeing memory waits for all streams, as CUDA does.
+//  - cuModuleLoadData checks the embedded image is a fatbin and cuModuleGetFunction that
+//    the kernel's name is in it.
+// Environment:
+//   GPURDMA_FAKE_CUDA_COPY_GBPS=G    host<->device copies take bytes / G GB/s (sleep on the
+//                                    worker, before the copy); default: no delay
+//   GPURDMA_FAKE_CUDA_KERNEL_GBPS=G  kernels take (sources + 1) * bytes / G GB/s
+//   GPURDMA_FAKE_CUDA_LEAKS=1        at exit (library destructor, after the atexit handlers;
+//                                    not on _exit) print "fake-cuda: N leaked pinned
+//                                    allocations, M registrations, K device allocations,
+//                                    E events, S streams" to stderr (device: own
+//                                    cuMemAlloc, not IPC mappings), and exit with status
+//                                    1 if any count is not zero
+// A forked child starts workers of its own at its first enqueue (its parent's queued work
+// is not run there: CUDA does not let a child use its parent's context either).
+// Build: g++ -shared -fPIC -pthread -Wl,-Bsymbolic -Wl,-z,nodelete -I include -I src fake_cuda.cpp
+//        src/reduce/reduce_host.cpp   (nodelete: detached workers run its code until exit)
 #include <fcntl.h>
+#include <pthread.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include <atomic>
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <deque>
+#include <functional>
+#include <memory>
 #include <mutex>
+#include <set>
+#include <string>
+#include <thread>
 #include <vector>
 
 #include "gpurdma/gpurdma.h"
 #include "reduce/reduce_device.h"
 
 namespace {
+
+// CUresult values (cuda.h).
+constexpr int kSuccess = 0;
+constexpr int kInvalidValue = 1;
+constexpr int kOutOfMemory = 2;
+constexpr int kInvalidHandle = 400;
+constexpr int kNotFound = 500;
+constexpr int kNotReady = 600;
+constexpr int kHostMemoryAlreadyRegistered = 712;
+constexpr int kHostMemoryNotRegistered = 713;
+constexpr int kLaunchFailed = 719;
+
+constexpr unsigned kStreamNonBlocking = 1;
+constexpr unsigned kEventDisableTiming = 2;
+constexpr unsigned kEventFlags = 1 | 2 | 4;  // blocking sync, disable timing, interprocess
+constexpr unsigned kHostAllocFlags = 1 | 2 | 4;  // portable, device map, write combined
+constexpr unsigned kHostRegisterFlags = 1 | 2 | 4 | 8;  // portable, device map, I/O memory, read only
+
+using Clock = std::chrono::steady_clock;
 
 struct Alloc {
     uintptr_t base;
@@ -41,20 +96,227 @@ struct Function {
     gpurdma_op_t op;
     gpurdma_dtype_t dtype;
 };
+// Page-locked host memory: from cuMemHostAlloc (allocated) or cuMemHostRegister.
+struct Pinned {
+    uintptr_t base;
+    size_t size;
+    unsigned long long id;
+    bool allocated;
+};
 
-std::mutex g_mu;
-std::vector<Alloc> g_allocs;
+// When an operation on a stream finished (an event record's completion is its time).
+struct Completion {
+    bool done = false;
+    Clock::time_point when;
+};
+using CompletionPtr = std::shared_ptr<Completion>;
+
+struct Op {
+    std::function<int()> work;  // empty: a marker (event record, wait)
+    std::vector<CompletionPtr> after;  // what must complete before this runs
+    CompletionPtr done;
+};
+
+struct Stream {
+    unsigned flags = 0;
+    std::deque<Op> queue;
+    CompletionPtr tail;  // the last enqueued operation's
+    bool worker = false;  // a worker thread serves the queue
+    bool stop = false;
+    bool reported_busy = true;  // cuStreamQuery said "not ready" since the last enqueue
+    int error = 0;  // sticky: the first failure of an operation on it
+};
+
+struct Event {
+    unsigned flags = 0;
+    CompletionPtr last;  // the latest cuEventRecord's; null: never recorded
+};
+
+// Never destroyed: detached workers may still wait on them while the process exits.
+std::mutex &g_mu = *new std::mutex;
+std::condition_variable &g_cv = *new std::condition_variable;
+std::vector<Alloc> &g_allocs = *new std::vector<Alloc>;
+std::vector<Pinned> &g_pinned = *new std::vector<Pinned>;
+std::set<Stream *> &g_streams = *new std::set<Stream *>;
+std::set<Event *> &g_events = *new std::set<Event *>;
+Stream *g_null_stream = nullptr;
 unsigned long long g_next_id = 1;
 const unsigned char *g_image = nullptr;
 size_t g_image_size = 0;
 void *const kContext = reinterpret_cast<void *>(0xc0de);
-std::atomic<bool> g_stream_busy{false};  // work enqueued since the last cuStreamQuery
+
+double env_gbps(const char *name)
+{
+    const char *v = std::getenv(name);
+    const double g = v ? std::atof(v) : 0.0;
+    return g > 0 ? g : 0.0;
+}
+const double g_copy_gbps = env_gbps("GPURDMA_FAKE_CUDA_COPY_GBPS");
+const double g_kernel_gbps = env_gbps("GPURDMA_FAKE_CUDA_KERNEL_GBPS");
+
+void take_time(double bytes, double gbps)
+{
+    if (gbps > 0) std::this_thread::sleep_for(std::chrono::duration<double>(bytes / (gbps * 1e9)));
+}
+
+// The rest of these helpers run with g_mu held.
 
 Alloc *find(uintptr_t p)
 {
     for (auto &a : g_allocs)
         if (p >= a.base && p < a.base + a.size) return &a;
     return nullptr;
+}
+
+Pinned *find_pinned(uintptr_t p)
+{
+    for (auto &m : g_pinned)
+        if (p >= m.base && p < m.base + m.size) return &m;
+    return nullptr;
+}
+
+void run_stream(Stream *s)
+{
+    std::unique_lock<std::mutex> lock(g_mu);
+    for (;;) {
+        g_cv.wait(lock, [s] { return s->stop || !s->queue.empty(); });
+        if (s->queue.empty()) break;
+        Op op = std::move(s->queue.front());
+        s->queue.pop_front();
+        g_cv.wait(lock, [&op] {
+            return std::all_of(op.after.begin(), op.after.end(), [](const CompletionPtr &c) { return c->done; });
+        });
+        int rc = kSuccess;
+        if (op.work) {
+            lock.unlock();
+            rc = op.work();
+            lock.lock();
+        }
+        op.done->when = Clock::now();
+        op.done->done = true;
+        if (rc != kSuccess && s->error == kSuccess) s->error = rc;
+        g_cv.notify_all();
+    }
+    s->worker = false;
+    g_cv.notify_all();
+}
+
+// 0 (null), CU_STREAM_LEGACY (1) and CU_STREAM_PER_THREAD (2, approximated) are the
+// null stream; anything else must be a live stream.
+Stream *stream_of(void *handle)
+{
+    if (reinterpret_cast<uintptr_t>(handle) <= 2) {
+        if (!g_null_stream) g_null_stream = new Stream;
+        return g_null_stream;
+    }
+    auto *s = static_cast<Stream *>(handle);
+    return g_streams.count(s) ? s : nullptr;
+}
+
+CompletionPtr enqueue(Stream *s, std::function<int()> work, std::vector<CompletionPtr> after = {})
+{
+    // Legacy null stream: it waits for the blocking streams' earlier work, and they for its.
+    if (s == g_null_stream) {
+        for (Stream *other : g_streams)
+            if (!(other->flags & kStreamNonBlocking) && other->tail) after.push_back(other->tail);
+    } else if (!(s->flags & kStreamNonBlocking) && g_null_stream && g_null_stream->tail) {
+        after.push_back(g_null_stream->tail);
+    }
+    Op op{std::move(work), std::move(after), std::make_shared<Completion>()};
+    s->tail = op.done;
+    s->reported_busy = false;
+    s->queue.push_back(std::move(op));
+    if (!s->worker) {
+        s->worker = true;
+        std::thread(run_stream, s).detach();
+    }
+    g_cv.notify_all();
+    return s->tail;
+}
+
+// By value: the work enqueued after the call is not waited for.
+void wait_for(std::unique_lock<std::mutex> &lock, CompletionPtr c)
+{
+    if (c) g_cv.wait(lock, [&c] { return c->done; });
+}
+
+// What cuCtxSynchronize waits for: every stream's work so far.
+void drain_all(std::unique_lock<std::mutex> &lock)
+{
+    std::vector<CompletionPtr> tails;
+    for (Stream *s : g_streams) tails.push_back(s->tail);
+    if (g_null_stream) tails.push_back(g_null_stream->tail);
+    for (const auto &t : tails) wait_for(lock, t);
+}
+
+// A copy on a stream; a synchronous one, or one to or from pageable host memory, returns
+// once done, as CUDA's.
+int copy_on(void *stream, uintptr_t dst, uintptr_t src, size_t n, bool sync = false)
+{
+    std::unique_lock<std::mutex> lock(g_mu);
+    Stream *s = stream_of(stream);
+    if (!s) return kInvalidHandle;
+    const bool dst_device = find(dst) != nullptr, src_device = find(src) != nullptr;
+    const bool pageable = (!dst_device && !find_pinned(dst)) || (!src_device && !find_pinned(src));
+    const double gbps = dst_device != src_device ? g_copy_gbps : 0.0;
+    const CompletionPtr done = enqueue(s, [dst, src, n, gbps] {
+        take_time(double(n), gbps);
+        if (n) std::memmove(reinterpret_cast<void *>(dst), reinterpret_cast<const void *>(src), n);
+        return kSuccess;
+    });
+    if (sync || pageable) wait_for(lock, done);
+    return kSuccess;
+}
+
+// A synchronous copy: on the null stream, back when done.
+int copy_sync(uintptr_t dst, uintptr_t src, size_t n)
+{
+    return copy_on(nullptr, dst, src, n, true);
+}
+
+int report_leaks()
+{
+    size_t pinned = 0, registered = 0, device = 0;
+    std::lock_guard<std::mutex> lock(g_mu);
+    for (const auto &m : g_pinned) ++(m.allocated ? pinned : registered);
+    for (const auto &a : g_allocs) device += a.imported ? 0 : 1;
+    std::fprintf(stderr,
+                 "fake-cuda: %zu leaked pinned allocations, %zu registrations, %zu device allocations, "
+                 "%zu events, %zu streams\n",
+                 pinned, registered, device, g_events.size(), g_streams.size());
+    return pinned + registered + device + g_events.size() + g_streams.size() == 0 ? 0 : 1;
+}
+
+// The library's destructor runs after the program's atexit handlers, so the program has
+// released what it will; _exit is the one way to change the exit status from here.
+__attribute__((destructor)) void check_leaks_at_exit()
+{
+    const char *v = std::getenv("GPURDMA_FAKE_CUDA_LEAKS");
+    if (!v || std::strcmp(v, "1") != 0) return;
+    if (report_leaks() != 0) {
+        std::fflush(nullptr);
+        _exit(1);
+    }
+}
+
+// A forked child has no worker threads: they start again at its first enqueue.
+void before_fork()
+{
+    g_mu.lock();
+}
+void after_fork_parent()
+{
+    g_mu.unlock();
+}
+void after_fork_child()
+{
+    for (Stream *s : g_streams) s->worker = false;
+    if (g_null_stream) g_null_stream->worker = false;
+    g_mu.unlock();
+}
+__attribute__((constructor)) void install_fork_handlers()
+{
+    pthread_atfork(before_fork, after_fork_parent, after_fork_child);
 }
 
 }  // namespace
@@ -70,9 +332,15 @@ int cuDriverGetVersion(int *v)
     *v = 13000;
     return 0;
 }
-int cuGetErrorString(int, const char **s)
+int cuGetErrorString(int rc, const char **s)
 {
-    *s = "fake driver error";
+    switch (rc) {
+        case kNotReady: *s = "fake driver: not ready"; break;
+        case kHostMemoryAlreadyRegistered: *s = "fake driver: host memory already registered"; break;
+        case kHostMemoryNotRegistered: *s = "fake driver: host memory not registered"; break;
+        case kInvalidHandle: *s = "fake driver: invalid handle"; break;
+        default: *s = "fake driver error";
+    }
     return 0;
 }
 int cuDeviceGet(int *d, int ordinal)
@@ -107,6 +375,12 @@ int cuCtxGetDevice(int *d)
     *d = 0;
     return 0;
 }
+int cuCtxSynchronize()
+{
+    std::unique_lock<std::mutex> lock(g_mu);
+    drain_all(lock);
+    return 0;
+}
 int cuDeviceGetAttribute(int *v, int attr, int)
 {
     *v = attr == 16 ? 4 : 0;
@@ -131,9 +405,15 @@ int cuDeviceCanAccessPeer(int *can, int, int)
 int cuMemAlloc_v2(unsigned long long *p, size_t size)
 {
     const int fd = memfd_create("fake-cuda", MFD_CLOEXEC);
-    if (fd < 0 || ftruncate(fd, off_t(size ? size : 1)) != 0) return 2;
+    if (fd < 0 || ftruncate(fd, off_t(size ? size : 1)) != 0) {
+        if (fd >= 0) close(fd);
+        return kOutOfMemory;
+    }
     void *m = mmap(nullptr, size ? size : 1, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    if (m == MAP_FAILED) return 2;
+    if (m == MAP_FAILED) {
+        close(fd);
+        return kOutOfMemory;
+    }
     std::lock_guard<std::mutex> lock(g_mu);
     g_allocs.push_back({reinterpret_cast<uintptr_t>(m), size ? size : 1, g_next_id++, fd, false});
     *p = reinterpret_cast<uintptr_t>(m);
@@ -142,7 +422,8 @@ int cuMemAlloc_v2(unsigned long long *p, size_t size)
 
 int cuMemFree_v2(unsigned long long p)
 {
-    std::lock_guard<std::mutex> lock(g_mu);
+    std::unique_lock<std::mutex> lock(g_mu);
+    drain_all(lock);
     for (auto it = g_allocs.begin(); it != g_allocs.end(); ++it) {
         if (it->base == p && !it->imported) {
             munmap(reinterpret_cast<void *>(it->base), it->size);
@@ -151,22 +432,26 @@ int cuMemFree_v2(unsigned long long p)
             return 0;
         }
     }
-    return 1;
+    return kInvalidValue;
 }
 
-// memory type 2 (device), buffer id, managed 0, context, device ordinal 0.
+// Device memory: type 2 (device); page-locked host memory: type 1 (host); both with a
+// buffer id, managed 0, the context and device 0. Anything else: null attributes and
+// success, as CUDA's cuPointerGetAttributes gives for memory it does not know.
 int cuPointerGetAttributes(unsigned n, int *attrs, void **data, unsigned long long ptr)
 {
     std::lock_guard<std::mutex> lock(g_mu);
     const Alloc *a = find(ptr);
+    const Pinned *h = a ? nullptr : find_pinned(ptr);
+    const bool known = a || h;
     for (unsigned i = 0; i < n; ++i) {
         switch (attrs[i]) {
-            case 1: *static_cast<void **>(data[i]) = a ? kContext : nullptr; break;
-            case 2: *static_cast<unsigned *>(data[i]) = a ? 2 : 0; break;
-            case 7: *static_cast<unsigned long long *>(data[i]) = a ? a->id : 0; break;
+            case 1: *static_cast<void **>(data[i]) = known ? kContext : nullptr; break;
+            case 2: *static_cast<unsigned *>(data[i]) = a ? 2 : h ? 1 : 0; break;
+            case 7: *static_cast<unsigned long long *>(data[i]) = a ? a->id : h ? h->id : 0; break;
             case 8: *static_cast<unsigned *>(data[i]) = 0; break;
-            case 9: *static_cast<int *>(data[i]) = a ? 0 : -1; break;
-            default: return 1;
+            case 9: *static_cast<int *>(data[i]) = known ? 0 : -1; break;
+            default: return kInvalidValue;
         }
     }
     return 0;
@@ -176,52 +461,280 @@ int cuMemGetAddressRange_v2(unsigned long long *base, size_t *size, unsigned lon
 {
     std::lock_guard<std::mutex> lock(g_mu);
     const Alloc *a = find(p);
-    if (!a) return 1;
+    if (!a) return kInvalidValue;
     *base = a->base;
     *size = a->size;
     return 0;
 }
 
-int cuMemcpy(unsigned long long d, unsigned long long s, size_t n)
+// ---- page-locked host memory
+
+int cuMemHostAlloc(void **pp, size_t size, unsigned flags)
 {
-    std::memmove(reinterpret_cast<void *>(d), reinterpret_cast<const void *>(s), n);
+    if (!pp || size == 0 || (flags & ~kHostAllocFlags)) return kInvalidValue;
+    void *m = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED) return kOutOfMemory;
+    std::lock_guard<std::mutex> lock(g_mu);
+    g_pinned.push_back({reinterpret_cast<uintptr_t>(m), size, g_next_id++, true});
+    *pp = m;
     return 0;
 }
-int cuMemcpyDtoDAsync_v2(unsigned long long d, unsigned long long s, size_t n, void *)
+int cuMemAllocHost_v2(void **pp, size_t size)
 {
-    g_stream_busy = true;
-    return cuMemcpy(d, s, n);
-}
-int cuMemcpyAsync(unsigned long long d, unsigned long long s, size_t n, void *)
-{
-    g_stream_busy = true;
-    return cuMemcpy(d, s, n);
+    return cuMemHostAlloc(pp, size, 0);
 }
 
-int cuStreamCreate(void **s, unsigned)
+int cuMemFreeHost(void *p)
 {
-    *s = reinterpret_cast<void *>(0x5);
+    std::unique_lock<std::mutex> lock(g_mu);
+    drain_all(lock);
+    for (auto it = g_pinned.begin(); it != g_pinned.end(); ++it) {
+        if (it->base == reinterpret_cast<uintptr_t>(p) && it->allocated) {
+            munmap(p, it->size);
+            g_pinned.erase(it);
+            return 0;
+        }
+    }
+    return kInvalidValue;
+}
+
+int cuMemHostRegister_v2(void *p, size_t size, unsigned flags)
+{
+    if (!p || size == 0 || (flags & ~kHostRegisterFlags)) return kInvalidValue;
+    const auto lo = reinterpret_cast<uintptr_t>(p), hi = lo + size;
+    std::lock_guard<std::mutex> lock(g_mu);
+    for (const auto &m : g_pinned)
+        if (lo < m.base + m.size && m.base < hi) return kHostMemoryAlreadyRegistered;
+    g_pinned.push_back({lo, size, g_next_id++, false});
     return 0;
 }
-int cuStreamDestroy_v2(void *)
+int cuMemHostRegister(void *p, size_t size, unsigned flags)
 {
+    return cuMemHostRegister_v2(p, size, flags);
+}
+
+// Only the address a registration began at, as CUDA.
+int cuMemHostUnregister(void *p)
+{
+    std::unique_lock<std::mutex> lock(g_mu);
+    drain_all(lock);
+    for (auto it = g_pinned.begin(); it != g_pinned.end(); ++it) {
+        if (it->base == reinterpret_cast<uintptr_t>(p) && !it->allocated) {
+            g_pinned.erase(it);
+            return 0;
+        }
+    }
+    return kHostMemoryNotRegistered;
+}
+
+// Unified addressing: the device sees page-locked memory at its host address.
+int cuMemHostGetDevicePointer_v2(unsigned long long *d, void *p, unsigned flags)
+{
+    if (!d || flags != 0) return kInvalidValue;
+    std::lock_guard<std::mutex> lock(g_mu);
+    if (!find_pinned(reinterpret_cast<uintptr_t>(p))) return kInvalidValue;
+    *d = reinterpret_cast<uintptr_t>(p);
     return 0;
 }
-int cuStreamSynchronize(void *)
+int cuMemHostGetDevicePointer(unsigned long long *d, void *p, unsigned flags)
 {
-    g_stream_busy = false;
+    return cuMemHostGetDevicePointer_v2(d, p, flags);
+}
+
+// ---- copies
+
+int cuMemcpy(unsigned long long d, unsigned long long s, size_t n)
+{
+    return copy_sync(d, s, n);
+}
+int cuMemcpyHtoD_v2(unsigned long long d, const void *s, size_t n)
+{
+    return copy_sync(d, reinterpret_cast<uintptr_t>(s), n);
+}
+int cuMemcpyDtoH_v2(void *d, unsigned long long s, size_t n)
+{
+    return copy_sync(reinterpret_cast<uintptr_t>(d), s, n);
+}
+int cuMemcpyAsync(unsigned long long d, unsigned long long s, size_t n, void *stream)
+{
+    return copy_on(stream, d, s, n);
+}
+int cuMemcpyDtoDAsync_v2(unsigned long long d, unsigned long long s, size_t n, void *stream)
+{
+    return copy_on(stream, d, s, n);
+}
+int cuMemcpyHtoDAsync_v2(unsigned long long d, const void *s, size_t n, void *stream)
+{
+    return copy_on(stream, d, reinterpret_cast<uintptr_t>(s), n);
+}
+int cuMemcpyDtoHAsync_v2(void *d, unsigned long long s, size_t n, void *stream)
+{
+    return copy_on(stream, reinterpret_cast<uintptr_t>(d), s, n);
+}
+
+// ---- streams
+
+int cuStreamCreate(void **s, unsigned flags)
+{
+    if (!s || (flags & ~kStreamNonBlocking)) return kInvalidValue;
+    auto *stream = new Stream;
+    stream->flags = flags;
+    std::lock_guard<std::mutex> lock(g_mu);
+    g_streams.insert(stream);
+    *s = stream;
     return 0;
 }
-int cuStreamQuery(void *)
+
+// Drains the stream, then its worker ends.
+int cuStreamDestroy_v2(void *handle)
 {
-    return g_stream_busy.exchange(false) ? 600 : 0;
-}  // 600: CUDA_ERROR_NOT_READY
+    std::unique_lock<std::mutex> lock(g_mu);
+    auto *s = static_cast<Stream *>(handle);
+    if (!g_streams.count(s)) return kInvalidHandle;
+    wait_for(lock, s->tail);
+    g_streams.erase(s);
+    s->stop = true;
+    g_cv.notify_all();
+    g_cv.wait(lock, [s] { return !s->worker; });
+    delete s;
+    return 0;
+}
+int cuStreamDestroy(void *handle)
+{
+    return cuStreamDestroy_v2(handle);
+}
+
+int cuStreamSynchronize(void *handle)
+{
+    std::unique_lock<std::mutex> lock(g_mu);
+    Stream *s = stream_of(handle);
+    if (!s) return kInvalidHandle;
+    wait_for(lock, s->tail);
+    s->reported_busy = true;
+    return s->error;
+}
+
+// 600 (CUDA_ERROR_NOT_READY) while work is pending, and once after each enqueue.
+int cuStreamQuery(void *handle)
+{
+    std::lock_guard<std::mutex> lock(g_mu);
+    Stream *s = stream_of(handle);
+    if (!s) return kInvalidHandle;
+    if (s->error != kSuccess) return s->error;
+    if ((s->tail && !s->tail->done) || !s->reported_busy) {
+        s->reported_busy = true;
+        return kNotReady;
+    }
+    return 0;
+}
+
+// Runs fn(user) on the stream's worker, in order with its other work.
+int cuLaunchHostFunc(void *handle, void (*fn)(void *), void *user)
+{
+    if (!fn) return kInvalidValue;
+    std::lock_guard<std::mutex> lock(g_mu);
+    Stream *s = stream_of(handle);
+    if (!s) return kInvalidHandle;
+    enqueue(s, [fn, user] {
+        fn(user);
+        return kSuccess;
+    });
+    return 0;
+}
+
+// ---- events
+
+int cuEventCreate(void **e, unsigned flags)
+{
+    if (!e || (flags & ~kEventFlags)) return kInvalidValue;
+    auto *event = new Event;
+    event->flags = flags;
+    std::lock_guard<std::mutex> lock(g_mu);
+    g_events.insert(event);
+    *e = event;
+    return 0;
+}
+
+// A pending record still completes: its stream holds the completion, not the event.
+int cuEventDestroy_v2(void *handle)
+{
+    std::lock_guard<std::mutex> lock(g_mu);
+    auto *e = static_cast<Event *>(handle);
+    if (!g_events.erase(e)) return kInvalidHandle;
+    delete e;
+    return 0;
+}
+int cuEventDestroy(void *handle)
+{
+    return cuEventDestroy_v2(handle);
+}
+
+// Completes when everything enqueued on the stream before it has.
+int cuEventRecord(void *handle, void *stream)
+{
+    std::lock_guard<std::mutex> lock(g_mu);
+    auto *e = static_cast<Event *>(handle);
+    Stream *s = stream_of(stream);
+    if (!g_events.count(e) || !s) return kInvalidHandle;
+    e->last = enqueue(s, nullptr);
+    return 0;
+}
+
+// Like CUDA, an event never recorded counts as complete.
+int cuEventQuery(void *handle)
+{
+    std::lock_guard<std::mutex> lock(g_mu);
+    auto *e = static_cast<Event *>(handle);
+    if (!g_events.count(e)) return kInvalidHandle;
+    return !e->last || e->last->done ? 0 : kNotReady;
+}
+
+int cuEventSynchronize(void *handle)
+{
+    std::unique_lock<std::mutex> lock(g_mu);
+    auto *e = static_cast<Event *>(handle);
+    if (!g_events.count(e)) return kInvalidHandle;
+    const CompletionPtr last = e->last;
+    wait_for(lock, last);
+    return 0;
+}
+
+// Milliseconds between two completed records (steady clock).
+int cuEventElapsedTime(float *ms, void *start, void *end)
+{
+    std::lock_guard<std::mutex> lock(g_mu);
+    auto *a = static_cast<Event *>(start);
+    auto *b = static_cast<Event *>(end);
+    if (!ms || !g_events.count(a) || !g_events.count(b)) return kInvalidHandle;
+    if ((a->flags | b->flags) & kEventDisableTiming || !a->last || !b->last) return kInvalidHandle;
+    if (!a->last->done || !b->last->done) return kNotReady;
+    *ms = std::chrono::duration<float, std::milli>(b->last->when - a->last->when).count();
+    return 0;
+}
+int cuEventElapsedTime_v2(float *ms, void *start, void *end)
+{
+    return cuEventElapsedTime(ms, start, end);
+}
+
+// The stream's later work waits for the event's latest record (none: no wait).
+int cuStreamWaitEvent(void *stream, void *event, unsigned flags)
+{
+    if (flags != 0) return kInvalidValue;
+    std::lock_guard<std::mutex> lock(g_mu);
+    auto *e = static_cast<Event *>(event);
+    Stream *s = stream_of(stream);
+    if (!g_events.count(e) || !s) return kInvalidHandle;
+    if (e->last) enqueue(s, nullptr, {e->last});
+    return 0;
+}
+
+// ---- IPC
 
 int cuIpcGetMemHandle(void *h, unsigned long long p)
 {
     std::lock_guard<std::mutex> lock(g_mu);
     const Alloc *a = find(p);
-    if (!a || a->base != p || a->imported) return 1;  // like CUDA: the base of an own allocation
+    if (!a || a->base != p || a->imported) return kInvalidValue;  // like CUDA: the base of an own allocation
     Handle x{getpid(), a->fd, a->id, a->size};
     std::memset(h, 0, 64);
     std::memcpy(h, &x, sizeof x);
@@ -234,10 +747,10 @@ int cuIpcOpenMemHandle_v2(unsigned long long *p, Handle h, unsigned)
     char path[64];
     std::snprintf(path, sizeof path, "/proc/%d/fd/%d", h.pid, h.fd);
     const int fd = open(path, O_RDWR | O_CLOEXEC);
-    if (fd < 0) return 1;
+    if (fd < 0) return kInvalidValue;
     void *m = mmap(nullptr, h.size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     close(fd);
-    if (m == MAP_FAILED) return 2;
+    if (m == MAP_FAILED) return kOutOfMemory;
     std::lock_guard<std::mutex> lock(g_mu);
     g_allocs.push_back({reinterpret_cast<uintptr_t>(m), h.size, g_next_id++, -1, true});
     *p = reinterpret_cast<uintptr_t>(m);
@@ -247,7 +760,8 @@ static_assert(sizeof(Handle) <= 64, "fits a CUipcMemHandle");
 
 int cuIpcCloseMemHandle(unsigned long long p)
 {
-    std::lock_guard<std::mutex> lock(g_mu);
+    std::unique_lock<std::mutex> lock(g_mu);
+    drain_all(lock);
     for (auto it = g_allocs.begin(); it != g_allocs.end(); ++it) {
         if (it->base == p && it->imported) {
             munmap(reinterpret_cast<void *>(it->base), it->size);
@@ -255,8 +769,10 @@ int cuIpcCloseMemHandle(unsigned long long p)
             return 0;
         }
     }
-    return 1;
+    return kInvalidValue;
 }
+
+// ---- modules and kernels
 
 int cuModuleLoadData(void **m, const void *image)
 {
@@ -267,6 +783,7 @@ int cuModuleLoadData(void **m, const void *image)
     std::memcpy(&header, static_cast<const char *>(image) + 6, 2);
     std::memcpy(&body, static_cast<const char *>(image) + 8, 8);
     if (magic != 0xBA55ED50u) return 200;  // CUDA_ERROR_INVALID_IMAGE
+    std::lock_guard<std::mutex> lock(g_mu);
     g_image = static_cast<const unsigned char *>(image);
     g_image_size = header + body;
     *m = const_cast<void *>(image);
@@ -280,24 +797,38 @@ int cuModuleUnload(void *)
 int cuModuleGetFunction(void **f, void *, const char *name)
 {
     int op, dtype;
-    if (std::sscanf(name, "gpurdma_rs_%d_%d", &op, &dtype) != 2) return 500;
+    if (std::sscanf(name, "gpurdma_rs_%d_%d", &op, &dtype) != 2) return kNotFound;
     const std::string needle = std::string(name) + '\0';
-    if (!memmem(g_image, g_image_size, needle.data(), needle.size())) return 500;  // CUDA_ERROR_NOT_FOUND
+    std::lock_guard<std::mutex> lock(g_mu);
+    if (!g_image || !memmem(g_image, g_image_size, needle.data(), needle.size())) return kNotFound;
     *f = new Function{gpurdma_op_t(op), gpurdma_dtype_t(dtype)};
     return 0;
 }
 
-int cuLaunchKernel(void *f, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, void *, void **params,
-                   void **)
+// The parameters are copied now, the sources read when the stream gets to it.
+int cuLaunchKernel(void *f, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, void *stream,
+                   void **params, void **)
 {
-    g_stream_busy = true;
-    const auto *fn = static_cast<const Function *>(f);
-    const auto &a = *static_cast<const gpurdma::reduce::device::ReduceArgs *>(params[0]);
-    const size_t bytes = a.count * gpurdma_dtype_size(fn->dtype);
-    std::vector<char> acc(static_cast<const char *>(a.src[0]), static_cast<const char *>(a.src[0]) + bytes);
-    for (int s = 1; s < a.nsrc; ++s)
-        if (gpurdma_reduce_local(fn->op, fn->dtype, acc.data(), acc.data(), a.src[s], a.count) != GPURDMA_OK) return 1;
-    std::memcpy(a.dst, acc.data(), bytes);
+    if (!f || !params) return kInvalidValue;
+    const Function fn = *static_cast<const Function *>(f);
+    const auto args = *static_cast<const gpurdma::reduce::device::ReduceArgs *>(params[0]);
+    if (args.nsrc < 1 || args.nsrc > gpurdma::reduce::device::kMaxSources) return kInvalidValue;
+    unsigned char probe[64] = {};  // an op the host reduction refuses fails at launch, as today
+    if (gpurdma_reduce_local(fn.op, fn.dtype, probe, probe, probe + 32, 1) != GPURDMA_OK) return kInvalidValue;
+    std::lock_guard<std::mutex> lock(g_mu);
+    Stream *s = stream_of(stream);
+    if (!s) return kInvalidHandle;
+    enqueue(s, [fn, args] {
+        const size_t bytes = args.count * gpurdma_dtype_size(fn.dtype);
+        take_time(double(bytes) * (args.nsrc + 1), g_kernel_gbps);
+        const auto *first = static_cast<const char *>(args.src[0]);
+        std::vector<char> acc(first, first + bytes);
+        for (int i = 1; i < args.nsrc; ++i)
+            if (gpurdma_reduce_local(fn.op, fn.dtype, acc.data(), acc.data(), args.src[i], args.count) != GPURDMA_OK)
+                return kLaunchFailed;
+        if (bytes) std::memcpy(args.dst, acc.data(), bytes);
+        return kSuccess;
+    });
     return 0;
 }
 
