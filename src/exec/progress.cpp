@@ -64,10 +64,17 @@ State ProgressLoop::step(Task &task, IdleClock &clock, Status *result) const
         *result = outcome(st, task);
         return st;
     }
-    if (clock.idle_seconds(task.position()) > policy_.timeout_s) {
+    const double idle_s = clock.idle_seconds(task.position());
+    if (idle_s > policy_.timeout_s) {
         *result = timed_out(task);
         return State::Failed;
     }
+    // Nothing moved: give the core away as run() does, at once where this host's ranks
+    // cannot each keep one, else once the wait outlasts the spin budget. The caller
+    // (MPI_Wait's progress loop) would otherwise spin through its time slice while the
+    // peer it waits for sits behind it on the same core.
+    if (clock.still() && (policy_.yield_when_idle || (policy_.spin_us >= 0 && idle_s > policy_.spin_us * 1e-6)))
+        std::this_thread::yield();
     return State::Running;
 }
 

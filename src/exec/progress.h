@@ -44,6 +44,8 @@ class IdleClock {
 public:
     // Seconds of polling since `position` last changed.
     double idle_seconds(uint64_t position);
+    // Whether the last idle_seconds() found the position unchanged.
+    bool still() const { return started_ && still_polls_ > 0; }
     static constexpr double kMaxGap = 0.05;
 
 private:
