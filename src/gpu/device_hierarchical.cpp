@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "base/text.h"
+#include "gpu/node_exchange.h"
 #include "plan/planner.h"
 #include "reduce/reduce.h"
 #include "reduce/reduce_device.h"
@@ -31,6 +32,10 @@ double ms_since(Clock::time_point t)
 DeviceHierarchical::DeviceHierarchical(DeviceSetup setup, algo::HostTeam &host) : setup_(std::move(setup)), host_(host)
 {
     setup_.node_scope = true;
+    // Set up among the node's ranks only: a node of host-buffer ranks never joins.
+    setup_.node_allgather = [this](const std::string &mine, std::vector<std::string> *all) {
+        return node_allgather(host_, mine, all);
+    };
 }
 
 DeviceHierarchical::~DeviceHierarchical()
@@ -72,15 +77,17 @@ void DeviceHierarchical::log_mode() const
     if (!pinned_why_.empty())
         log->log(1, "%s: rank %d: chunk buffers are pageable host memory, not page-locked: %s", setup_.name.c_str(),
                  setup_.rank, pinned_why_.c_str());
-    if (setup_.rank != 0) return;
+    if (team_->members()[0] != setup_.rank) return;  // once per node that sets up
     const topo::Topology &t = host_.topology();
-    log->log(1,
-             "%s: device buffers across nodes (%s): staged-pinned hierarchical: node reduce-scatter on the GPUs "
-             "(CUDA IPC kernel), per-rail allreduce of each slice from %zu %s host chunk buffers of %s (copies on "
-             "the stream overlapped with the network), node allgather by copy engine; for the sizes the host path "
-             "runs hierarchically, the others stage whole. Why staged: GPUDirect RDMA %s",
-             setup_.name.c_str(), t.summary().c_str(), chunks_.size(), pinned_why_.empty() ? "page-locked" : "pageable",
-             format_bytes(chunks_[0].buffer->size()).c_str(), team_->gdr_verdict().c_str());
+    log->log(
+        1,
+        "%s: rank %d: device buffers across nodes (%s): staged-pinned hierarchical: node reduce-scatter on the GPUs "
+        "(CUDA IPC kernel), per-rail allreduce of each slice from %zu %s host chunk buffers of %s (copies on "
+        "the stream overlapped with the network), node allgather by copy engine; for the sizes the host path "
+        "runs hierarchically, the others stage whole. Why staged: GPUDirect RDMA %s",
+        setup_.name.c_str(), setup_.rank, t.summary().c_str(), chunks_.size(),
+        pinned_why_.empty() ? "page-locked" : "pageable", format_bytes(chunks_[0].buffer->size()).c_str(),
+        team_->gdr_verdict().c_str());
 }
 
 Status DeviceHierarchical::ready_for(const algo::Call &call, PointerInfo *sinfo, PointerInfo *rinfo)

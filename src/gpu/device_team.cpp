@@ -48,26 +48,47 @@ Status DeviceTeam::create(const DeviceSetup &setup, const PointerInfo &buffer, s
     std::unique_ptr<DeviceTeam> t(new DeviceTeam(setup, buffer.context));
     Status mine = t->open_local();
 
-    // Round 1: where every rank is (host, node), and its GPU.
+    // The rounds: over the bootstrap (every rank of the communicator), or, with
+    // node_allgather, among this node's ranks only (the verdict is then the node's).
+    const bool by_node = static_cast<bool>(setup.node_allgather);
     setup::Agreement agreement(setup.bootstrap, setup.rank, setup.size);
+    auto exchange = [&](const std::string &record, std::vector<std::string> *all) {
+        return by_node ? setup.node_allgather(record, all) : agreement.exchange(record, all);
+    };
+    auto vote = [&](const Status &status) -> Status {
+        if (!by_node) return agreement.vote(status, t->hosts_);
+        std::vector<std::string> all;
+        const Status st = setup.node_allgather(status.is_ok() ? "" : "-" + status.message(), &all);
+        if (!st.is_ok()) return st;
+        for (int r : t->members_)
+            if (!all[static_cast<size_t>(r)].empty())
+                return Status::unsupported(t->describe(r) + ": " + all[static_cast<size_t>(r)].substr(1));
+        return Status::ok();
+    };
+    auto failed = [&](const Status &st) {
+        return by_node ? st.prefixed(setup.name + ": device set-up: ") : bootstrap_failed(setup);
+    };
+
+    // Round 1: where every rank is (host, node), and its GPU.
     wire::Writer w;
     w.str(setup.host);
     w.str(setup.node.empty() ? setup.host : setup.node);
     w.str(t->bus_id_);
     std::vector<std::string> records;
-    if (!agreement.exchange(w.take(), &records).is_ok() || !t->read_records(records).is_ok())
-        return bootstrap_failed(setup);
+    Status st = exchange(w.take(), &records);
+    if (st.is_ok()) st = t->read_records(records, by_node);
+    if (!st.is_ok()) return failed(st);
     // The node's lowest rank creates the node's control block; every rank learns its name.
     if (mine.is_ok()) mine = t->create_control_block();
     std::vector<std::string> names;
-    if (!agreement.exchange(t->segment_ ? t->segment_->name() : std::string(), &names).is_ok())
-        return bootstrap_failed(setup);
+    st = exchange(t->segment_ ? t->segment_->name() : std::string(), &names);
+    if (!st.is_ok()) return failed(st);
     const std::string segment_name = names[static_cast<size_t>(t->members_[0])];
-    Status verdict = agreement.vote(mine, t->hosts_);
-    if (!verdict.is_ok() && !verdict.is_unsupported()) return bootstrap_failed(setup);
+    Status verdict = vote(mine);
+    if (!verdict.is_ok() && !verdict.is_unsupported()) return failed(verdict);
 
     // Every rank holds the same records, so every rank reaches the same verdict.
-    const bool one_node = t->nodes_count_ == 1;
+    const bool one_node = !t->spans_nodes();
     if (verdict.is_ok() && !one_node && !setup.node_scope) verdict = Status::unsupported("ranks on several nodes");
     if (verdict.is_ok() && t->largest_node_ > size_t(reduce::device::kMaxSources))
         verdict =
@@ -76,9 +97,9 @@ Status DeviceTeam::create(const DeviceSetup &setup, const PointerInfo &buffer, s
 
     // Round 2 (only where round 1 agreed): attach, check peer access within the node.
     if (verdict.is_ok() && setup.size > 1) {
-        verdict = agreement.vote(t->attach_and_check_peers(segment_name), t->hosts_);
+        verdict = vote(t->attach_and_check_peers(segment_name));
         if (t->segment_) t->segment_->unlink();  // every peer has it mapped (or gave up)
-        if (!verdict.is_ok() && !verdict.is_unsupported()) return bootstrap_failed(setup);
+        if (!verdict.is_ok() && !verdict.is_unsupported()) return failed(verdict);
     }
 
     if (verdict.is_ok()) {
@@ -161,13 +182,15 @@ Status DeviceTeam::create_control_block()
 }
 
 // Each record: host, node, GPU bus id. Nodes are ordered by their lowest rank.
-Status DeviceTeam::read_records(const std::vector<std::string> &records)
+Status DeviceTeam::read_records(const std::vector<std::string> &records, bool node_only)
 {
+    spans_ = node_only;  // set up by node: the communicator spans nodes
     const size_t n = records.size();
     hosts_.assign(n, "");
     nodes_.assign(n, "");
     bus_ids_.assign(n, "");
     for (size_t r = 0; r < n; ++r) {
+        if (node_only && records[r].empty()) continue;  // not on this node
         wire::Reader rd(records[r]);
         if (!rd.str(&hosts_[r]) || !rd.str(&nodes_[r]) || !rd.str(&bus_ids_[r]))
             return Status::error(GPURDMA_ERR_TRANSPORT, "unreadable device set-up record");
@@ -178,6 +201,7 @@ Status DeviceTeam::read_records(const std::vector<std::string> &records)
     std::vector<std::string> seen;
     std::vector<size_t> sizes;
     for (size_t r = 0; r < n; ++r) {
+        if (node_only && nodes_[r].empty()) continue;
         const auto it = std::find(seen.begin(), seen.end(), nodes_[r]);
         if (it == seen.end()) {
             seen.push_back(nodes_[r]);
@@ -189,7 +213,7 @@ Status DeviceTeam::read_records(const std::vector<std::string> &records)
         local_index_[r] = static_cast<int>(members_.size());
         members_.push_back(static_cast<int>(r));
     }
-    nodes_count_ = static_cast<int>(seen.size());
+    spans_ = spans_ || seen.size() > 1;
     largest_node_ = *std::max_element(sizes.begin(), sizes.end());
     return Status::ok();
 }

@@ -45,6 +45,9 @@ struct DeviceSetup {
     std::string host;  // this host (topo::this_host())
     std::string node;  // this process's node: the host, or "host#k" under coll_gpurdma_logical_nodes ("" = host)
     bool node_scope = false;  // a communicator spanning nodes gets a team of each node's ranks
+    // With node_scope: the set-up's rounds among this node's ranks only (gpu/node_exchange.h)
+    // instead of the bootstrap; *all has one entry per rank, "" off the node.
+    std::function<Status(const std::string &mine, std::vector<std::string> *all)> node_allgather;
     gpurdma_bootstrap_t bootstrap{};
     const Logger *log = nullptr;
     const gpurdma_config_t *config = nullptr;  // gdr_level, ...
@@ -86,7 +89,7 @@ public:
     ControlSlot &slot(int rank) const;
     // This node's ranks, ascending (the whole communicator on one node).
     const std::vector<int> &members() const { return members_; }
-    bool spans_nodes() const { return nodes_count_ > 1; }
+    bool spans_nodes() const { return spans_; }
     // "rank 3 on host b" (the logical node's name under coll_gpurdma_logical_nodes).
     std::string describe(int rank) const { return describe_rank(rank, nodes_); }
     // Between nodes: whether GPUDirect RDMA could be used and why not: "not available:
@@ -99,7 +102,7 @@ public:
 private:
     DeviceTeam(DeviceSetup setup, CUcontext ctx);
     Status open_local();
-    Status read_records(const std::vector<std::string> &records);
+    Status read_records(const std::vector<std::string> &records, bool node_only);
     Status create_control_block();
     Status attach_and_check_peers(const std::string &segment_name);
     void log_ready() const;
@@ -112,7 +115,7 @@ private:
     std::vector<std::string> nodes_;  // every rank's node (host or logical node)
     std::vector<int> members_;  // this node's ranks, ascending
     std::vector<int> local_index_;  // rank -> index in members_, -1 elsewhere
-    int nodes_count_ = 1;
+    bool spans_ = false;  // several nodes (always, for a team set up by node)
     size_t largest_node_ = 1;
     std::vector<std::string> bus_ids_;  // every rank's GPU
     // Release order (the destructor): mappings, kernels, stream, then the segment.

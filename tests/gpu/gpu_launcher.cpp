@@ -9,6 +9,8 @@
 //     [--stop-rank R]: instead of the checks, rank R stops in the middle of a large
 //     device allreduce (started nonblocking, driven a little, then abandoned); every
 //     other rank must get an error within --timeout (default 60) + a margin.
+//     [--host-ranks a,b]: in device mode these ranks pass host buffers (a node of
+//     host-buffer ranks beside nodes of device-buffer ranks).
 //
 // host: host buffers (runs anywhere). device: cuMemAlloc'd buffers on GPU 0 shared by
 // all ranks, the CUDA driver loaded at run time like the component does. It checks
@@ -56,6 +58,7 @@ struct Options {
     size_t chunk_size = 0;  // 0: the default
     double timeout_s = 60;
     int stop_rank = -1;  // >= 0: the stopped-peer check instead of the others
+    std::vector<int> host_ranks;  // in device mode, these ranks pass host buffers (mixed nodes)
 };
 
 // ---- one rank
@@ -103,10 +106,11 @@ struct Rank {
             gpurdma_reduce_local(op, d, want.data(), want.data(), tmp.data(), count);
         }
         gpurdma_status_t st = GPURDMA_ERR_NO_RESOURCE;
-        const std::string where = opt.device ? "device" : "host";
+        const bool device = uses_device();
+        const std::string where = device ? "device" : "host";
         const char *how = in_place ? ", in place" : "";
         std::string problem;
-        if (opt.device) {
+        if (device) {
             const auto &api = CudaDriver::instance().api();
             if (ensure_device(bytes ? bytes : 1)) {
                 api.memcpy_sync(in_place ? drecv : dsend, reinterpret_cast<CUdeviceptr>(mine.data()), bytes);
@@ -154,6 +158,11 @@ struct Rank {
         std::memcpy(&y, b, sizeof y);
         const double fx = double(x), fy = double(y);
         return std::isfinite(fx) && std::isfinite(fy) && std::fabs(fx - fy) <= 4 * std::ldexp(std::fabs(fy), -10);
+    }
+
+    bool uses_device() const
+    {
+        return opt.device && std::find(opt.host_ranks.begin(), opt.host_ranks.end(), rank) == opt.host_ranks.end();
     }
 
     // Every rank here (a bootstrap allgather is a barrier).
@@ -288,7 +297,7 @@ struct Rank {
         }
         gpurdma_comm_stats_t stats;
         gpurdma_comm_get_stats(comm, &stats);
-        if (opt.expect_device && stats.device_calls == 0) {
+        if (opt.expect_device && uses_device() && stats.device_calls == 0) {
             ++failures;
             say("FAIL rank %d: no call took the device path (run with --verbose 1 for why)\n", rank);
         }
@@ -387,6 +396,14 @@ bool parse(int argc, char **argv, Options *o)
             o->chunk_size = std::strtoull(next(), nullptr, 0);
         } else if (a == "--timeout") {
             o->timeout_s = std::atof(next());
+        } else if (a == "--host-ranks") {
+            for (const char *p = next(); *p;) {
+                char *end;
+                const long v = std::strtol(p, &end, 10);
+                if (end == p || v < 0) return false;
+                o->host_ranks.push_back(int(v));
+                p = *end == ',' ? end + 1 : end;
+            }
         } else if (a == "--stop-rank") {
             o->stop_rank = std::atoi(next());
         } else if (a == "--limit") {
@@ -437,7 +454,7 @@ int main(int argc, char **argv)
         std::fprintf(stderr,
                      "usage: %s --mode host|device|probe [--np 2,4] [--max-bytes N] [--verbose V] [--expect-device] "
                      "[--bench] [--limit SECONDS] [--fake-hosts K] [--logical-nodes K|a,b,c] [--algorithm A] "
-                     "[--chunk-size N] [--timeout S] [--stop-rank R]\n",
+                     "[--chunk-size N] [--timeout S] [--stop-rank R] [--host-ranks a,b]\n",
                      argv[0]);
         return 2;
     }
