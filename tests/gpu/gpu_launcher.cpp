@@ -95,7 +95,37 @@ struct Rank {
     }
 
     // One allreduce of count elements; checks the result against the host reference.
-    void check(gpurdma_op_t op, gpurdma_dtype_t d, size_t count, bool in_place, uint64_t seed)
+    enum class Kind { Blocking, Nonblocking, Persistent };
+
+    // One call of the given kind, waited for (a persistent one started twice).
+    gpurdma_status_t call(Kind kind, const void *s, void *r, size_t count, gpurdma_dtype_t d, gpurdma_op_t op)
+    {
+        if (kind == Kind::Blocking) return gpurdma_allreduce(comm, s, r, count, d, op);
+        struct Result {
+            gpurdma_status_t status = GPURDMA_ERR_NO_RESOURCE;
+            int calls = 0;
+        } result;
+        auto done = [](void *arg, gpurdma_status_t st) {
+            auto *res = static_cast<Result *>(arg);
+            res->status = st;
+            ++res->calls;
+        };
+        gpurdma_request_t *req = nullptr;
+        gpurdma_status_t st = kind == Kind::Nonblocking
+                                  ? gpurdma_iallreduce(comm, s, r, count, d, op, done, &result, &req)
+                                  : gpurdma_allreduce_init(comm, s, r, count, d, op, done, &result, &req);
+        if (st != GPURDMA_OK) return st;
+        for (int round = 0; round < (kind == Kind::Persistent ? 2 : 1) && st == GPURDMA_OK; ++round) {
+            if (kind == Kind::Persistent && (st = gpurdma_request_start(req)) != GPURDMA_OK) break;
+            while (!gpurdma_request_test(req)) sched_yield();  // the call's own timeout bounds it
+            st = result.status;
+        }
+        gpurdma_request_free(req);
+        return st;
+    }
+
+    void check(gpurdma_op_t op, gpurdma_dtype_t d, size_t count, bool in_place, uint64_t seed,
+               Kind kind = Kind::Blocking)
     {
         const size_t es = gpurdma_dtype_size(d), bytes = count * es;
         std::vector<char> mine(bytes), want(bytes), tmp(bytes), got(bytes);
@@ -114,15 +144,17 @@ struct Rank {
             const auto &api = CudaDriver::instance().api();
             if (ensure_device(bytes ? bytes : 1)) {
                 api.memcpy_sync(in_place ? drecv : dsend, reinterpret_cast<CUdeviceptr>(mine.data()), bytes);
-                st = gpurdma_allreduce(comm, in_place ? nullptr : reinterpret_cast<void *>(dsend),
-                                       reinterpret_cast<void *>(drecv), count, d, op);
+                // In place and started twice (persistent), the second call would reduce the
+                // first one's result: persistent calls here are never in place.
+                st = call(kind, in_place ? nullptr : reinterpret_cast<void *>(dsend), reinterpret_cast<void *>(drecv),
+                          count, d, op);
                 api.memcpy_sync(reinterpret_cast<CUdeviceptr>(got.data()), drecv, bytes);
             } else {
                 problem = "cuMemAlloc of " + std::to_string(bytes) + " bytes failed";
             }
         } else {
             if (in_place) got = mine;
-            st = gpurdma_allreduce(comm, in_place ? nullptr : mine.data(), got.data(), count, d, op);
+            st = call(kind, in_place ? nullptr : mine.data(), got.data(), count, d, op);
         }
         if (problem.empty() && st != GPURDMA_OK)
             problem = std::string(gpurdma_status_name(st)) + ": " + gpurdma_comm_last_error(comm);
@@ -294,6 +326,12 @@ struct Rank {
                     check(op, op == GPURDMA_BXOR ? GPURDMA_INT32 : GPURDMA_FLOAT, count, false, ++seed);
                     check(op, op == GPURDMA_BXOR ? GPURDMA_INT64 : GPURDMA_DOUBLE, count, true, ++seed);
                 }
+            // Nonblocking and persistent calls take the same path (persistent: not in place).
+            for (size_t count : {size_t(5), chunk / 4 * 3 + 1, chunk / 2 * 5 + 11}) {
+                check(GPURDMA_SUM, GPURDMA_FLOAT, count, true, ++seed, Kind::Nonblocking);
+                check(GPURDMA_MAX, GPURDMA_INT32, count, false, ++seed, Kind::Nonblocking);
+                check(GPURDMA_SUM, GPURDMA_DOUBLE, count, false, ++seed, Kind::Persistent);
+            }
         }
         gpurdma_comm_stats_t stats;
         gpurdma_comm_get_stats(comm, &stats);
