@@ -32,10 +32,6 @@ double ms_since(Clock::time_point t)
 DeviceHierarchical::DeviceHierarchical(DeviceSetup setup, algo::HostTeam &host) : setup_(std::move(setup)), host_(host)
 {
     setup_.node_scope = true;
-    // Set up among the node's ranks only: a node of host-buffer ranks never joins.
-    setup_.node_allgather = [this](const std::string &mine, std::vector<std::string> *all) {
-        return node_allgather(host_, mine, all);
-    };
 }
 
 DeviceHierarchical::~DeviceHierarchical()
@@ -52,7 +48,17 @@ bool DeviceHierarchical::takes(const algo::Call &call) const
 
 Status DeviceHierarchical::set_up(const PointerInfo &first_buffer)
 {
-    const Status st = DeviceTeam::create(setup_, first_buffer, &team_);
+    // Set up among the node's ranks only (gpu/node_exchange.h): a node of host-buffer
+    // ranks never joins, and a node peer that passes host buffers is never sent anything.
+    std::unique_ptr<NodeExchange> opened;
+    const Status joined = NodeExchange::open(host_, &opened);
+    if (!joined.is_ok()) return joined;
+    std::shared_ptr<NodeExchange> exchange(std::move(opened));
+    DeviceSetup setup = setup_;
+    setup.node_allgather = [exchange](const std::string &mine, std::vector<std::string> *all) {
+        return exchange->allgather(mine, all);
+    };
+    const Status st = DeviceTeam::create(setup, first_buffer, &team_);
     if (st.is_unsupported()) team_state_ = Team::Staged;
     if (!st.is_ok()) return st;
     const size_t bytes = std::max<size_t>(host_.plan().chunk_size, 64);

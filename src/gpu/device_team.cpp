@@ -66,7 +66,7 @@ Status DeviceTeam::create(const DeviceSetup &setup, const PointerInfo &buffer, s
         return Status::ok();
     };
     auto failed = [&](const Status &st) {
-        return by_node ? st.prefixed(setup.name + ": device set-up: ") : bootstrap_failed(setup);
+        return by_node ? st.prefixed("device set-up: ") : bootstrap_failed(setup);
     };
 
     // Round 1: where every rank is (host, node), and its GPU.

@@ -11,6 +11,8 @@
 //     other rank must get an error within --timeout (default 60) + a margin.
 //     [--host-ranks a,b]: in device mode these ranks pass host buffers (a node of
 //     host-buffer ranks beside nodes of device-buffer ranks).
+//     [--expect-errors]: calls may fail (at least one must), but a call that returns
+//     OK must be right (a node whose ranks mix host and device buffers).
 //
 // host: host buffers (runs anywhere). device: cuMemAlloc'd buffers on GPU 0 shared by
 // all ranks, the CUDA driver loaded at run time like the component does. It checks
@@ -59,6 +61,7 @@ struct Options {
     double timeout_s = 60;
     int stop_rank = -1;  // >= 0: the stopped-peer check instead of the others
     std::vector<int> host_ranks;  // in device mode, these ranks pass host buffers (mixed nodes)
+    bool expect_errors = false;  // calls may fail (never a wrong result with OK); at least one must
 };
 
 // ---- one rank
@@ -68,7 +71,7 @@ struct Rank {
     int rank = 0, size = 1;
     gpurdma_bootstrap_t boot{};
     gpurdma_comm_t *comm = nullptr;
-    int checks = 0, failures = 0;
+    int checks = 0, failures = 0, errors = 0;
     CUdeviceptr dsend = 0, drecv = 0;
     size_t dbytes = 0;
 
@@ -156,6 +159,10 @@ struct Rank {
             if (in_place) got = mine;
             st = call(kind, in_place ? nullptr : mine.data(), got.data(), count, d, op);
         }
+        if (opt.expect_errors && st != GPURDMA_OK) {
+            ++errors;
+            problem = "-";  // an expected error: no result to check
+        }
         if (problem.empty() && st != GPURDMA_OK)
             problem = std::string(gpurdma_status_name(st)) + ": " + gpurdma_comm_last_error(comm);
         for (size_t i = 0; i < count && problem.empty(); ++i)
@@ -166,9 +173,10 @@ struct Rank {
         const uint64_t h = digest(d, got.data(), count);
         std::vector<uint64_t> all(static_cast<size_t>(size));
         if (boot.allgather(&h, all.data(), sizeof h, boot.arg) != 0) problem = "bootstrap allgather failed";
-        for (int r = 0; r < size && problem.empty(); ++r)
+        for (int r = 0; r < size && problem.empty() && !opt.expect_errors; ++r)
             if (all[size_t(r)] != h) problem = "result differs from rank " + std::to_string(r) + "'s";
         ++checks;
+        if (problem == "-") return;
         if (!problem.empty()) {
             ++failures;
             say("FAIL rank %d: %s %s x %zu (%s%s): %s\n", rank, gpurdma_op_name(op), gpurdma_dtype_name(d), count,
@@ -335,12 +343,17 @@ struct Rank {
         }
         gpurdma_comm_stats_t stats;
         gpurdma_comm_get_stats(comm, &stats);
+        if (opt.expect_errors && errors == 0) {
+            ++failures;
+            say("FAIL rank %d: every call succeeded, an error was expected\n", rank);
+        }
         if (opt.expect_device && uses_device() && stats.device_calls == 0) {
             ++failures;
             say("FAIL rank %d: no call took the device path (run with --verbose 1 for why)\n", rank);
         }
-        say("rank %d: %d checks, %d failures, %llu of %llu calls on the GPU\n", rank, checks, failures,
-            static_cast<unsigned long long>(stats.device_calls), static_cast<unsigned long long>(stats.calls));
+        say("rank %d: %d checks, %d failures, %d expected errors, %llu of %llu calls on the GPU\n", rank, checks,
+            failures, errors, static_cast<unsigned long long>(stats.device_calls),
+            static_cast<unsigned long long>(stats.calls));
         return finish(failures ? 1 : 0, ctx, dev);
     }
 
@@ -442,6 +455,8 @@ bool parse(int argc, char **argv, Options *o)
                 o->host_ranks.push_back(int(v));
                 p = *end == ',' ? end + 1 : end;
             }
+        } else if (a == "--expect-errors") {
+            o->expect_errors = true;
         } else if (a == "--stop-rank") {
             o->stop_rank = std::atoi(next());
         } else if (a == "--limit") {
@@ -492,7 +507,7 @@ int main(int argc, char **argv)
         std::fprintf(stderr,
                      "usage: %s --mode host|device|probe [--np 2,4] [--max-bytes N] [--verbose V] [--expect-device] "
                      "[--bench] [--limit SECONDS] [--fake-hosts K] [--logical-nodes K|a,b,c] [--algorithm A] "
-                     "[--chunk-size N] [--timeout S] [--stop-rank R] [--host-ranks a,b]\n",
+                     "[--chunk-size N] [--timeout S] [--stop-rank R] [--host-ranks a,b] [--expect-errors]\n",
                      argv[0]);
         return 2;
     }
