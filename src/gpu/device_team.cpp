@@ -65,9 +65,7 @@ Status DeviceTeam::create(const DeviceSetup &setup, const PointerInfo &buffer, s
                 return Status::unsupported(t->describe(r) + ": " + all[static_cast<size_t>(r)].substr(1));
         return Status::ok();
     };
-    auto failed = [&](const Status &st) {
-        return by_node ? st.prefixed("device set-up: ") : bootstrap_failed(setup);
-    };
+    auto failed = [&](const Status &st) { return by_node ? st.prefixed("device set-up: ") : bootstrap_failed(setup); };
 
     // Round 1: where every rank is (host, node), and its GPU.
     wire::Writer w;
