@@ -41,6 +41,9 @@ step() {
     out=$("$launcher" --mode device "$@" 2>&1)
     local rc=$?
     printf '%s\n' "$out" | grep -E '^(rank|FAIL|==)|leaked' | grep -v ': 0 leaked' | sed 's/^/   /'
+    local reports
+    reports=$(printf '%s\n' "$out" | grep -c 'leaked')
+    [ "$reports" -gt 0 ] && echo "   stand-in leak reports: $reports processes"
     if printf '%s\n' "$out" | grep -E 'leaked' | grep -vq ' 0 leaked pinned allocations, 0 registrations, 0 device allocations, 0 events, 0 streams'; then
         echo "FAIL: $what: the stand-in reports leaks"
         failed=1
