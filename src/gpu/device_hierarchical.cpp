@@ -143,6 +143,7 @@ Status DeviceHierarchical::start(const algo::Call &call)
     for (size_t i = 0; i < units_.size(); ++i)
         if (plan::slice_owner(t, node, units_[i].slice) == setup_.rank) mine_.push_back(i);
     next_out_ = next_rail_ = units_back_ = 0;
+    timeline_.assign(mine_.size(), Timeline{});
     rail_chunk_ = nullptr;
     exec_.reset();
     for (auto &c : chunks_) c.state = Chunk::State::Free;
@@ -305,6 +306,7 @@ void DeviceHierarchical::pump()
             if (!polled.is_ok()) return fail(Stage::H2D, polled.message());
             if (!done) continue;
             add_time(Stage::H2D, c.since);
+            timeline_[c.mine].back = ms_since(call_start_);
             c.state = Chunk::State::Free;
             ++units_back_;
             ++position_;
@@ -326,6 +328,7 @@ void DeviceHierarchical::pump()
             if (!polled.is_ok()) return fail(Stage::D2H, polled.message());
             if (done) {
                 add_time(Stage::D2H, c.since);
+                timeline_[c.mine].staged = ms_since(call_start_);
                 if (!start_rail(c)) return;
                 moved = true;
             }
@@ -342,6 +345,7 @@ void DeviceHierarchical::pump()
             }
             if (st == exec::State::Done) {
                 add_time(Stage::InterNode, rail_chunk_->since);
+                timeline_[rail_chunk_->mine].railed = ms_since(call_start_);
                 if (!copy_back(*rail_chunk_)) return;
                 rail_chunk_ = nullptr;
                 exec_.reset();
@@ -369,7 +373,9 @@ bool DeviceHierarchical::stage_out(Chunk &chunk, size_t index)
     const plan::RailUnit &u = units_[mine_[index]];
     const size_t off = u.first * elem_, bytes = u.count * elem_;
     chunk.unit = mine_[index];
+    chunk.mine = index;
     chunk.since = Clock::now();
+    timeline_[index].out = ms_since(call_start_);
     const char *from = srcs_[0] + off;  // a node of one: straight from the source
     if (multi()) {
         stage_ = Stage::NodeRs;
@@ -529,6 +535,18 @@ void DeviceHierarchical::finish()
                  gpurdma_op_name(call_.op), mine_.size(), units_.size(), static_cast<unsigned long long>(seq_),
                  ms_since(call_start_), stage_ms_[size_t(Stage::D2H)], stage_ms_[size_t(Stage::InterNode)],
                  stage_ms_[size_t(Stage::H2D)], stage_ms_[size_t(Stage::NodeAg)]);
+    }
+    if (log && log->enabled(3)) {
+        // The pipeline's timeline: copies of one unit beside the network on another.
+        for (size_t i = 0; i < timeline_.size(); ++i) {
+            const Timeline &t = timeline_[i];
+            const plan::RailUnit &u = units_[mine_[i]];
+            log->log(3,
+                     "%s: rank %d call %llu unit %zu (slice %d, %zu elements): node RS+D2H %.3f-%.3f, inter-node "
+                     "%.3f-%.3f, H2D %.3f-%.3f ms",
+                     setup_.name.c_str(), setup_.rank, static_cast<unsigned long long>(seq_), i, u.slice, u.count,
+                     t.out, t.staged, t.staged, t.railed, t.railed, t.back);
+        }
     }
     step_ = Step::Idle;
 }

@@ -83,7 +83,8 @@ private:
         enum class State { Free, Out, Rail, Back } state = State::Free;
         std::unique_ptr<PinnedBuffer> buffer;
         std::unique_ptr<CopyFence> out, back;
-        size_t unit = 0;  // index into mine_
+        size_t unit = 0;  // index into units_
+        size_t mine = 0;  // index into mine_
         std::chrono::steady_clock::time_point since;
     };
 
@@ -132,6 +133,12 @@ private:
     std::vector<const char *> srcs_;  // per node member (local index): source, mapped here
     std::vector<char *> dsts_;  // per node member: result
     std::array<double, size_t(Stage::Count)> stage_ms_{};
+    // Verbose 3: per unit of this rank, ms since the call started: copy out launched,
+    // copy out done (= rail started), rail done (= copy back launched), copy back done.
+    struct Timeline {
+        double out = 0, staged = 0, railed = 0, back = 0;
+    };
+    std::vector<Timeline> timeline_;
     std::chrono::steady_clock::time_point call_start_, stage_start_;
 };
 
