@@ -108,6 +108,7 @@ gpurdma_comm::~gpurdma_comm()
             static_cast<unsigned long long>(stats.persistent_calls), static_cast<unsigned long long>(stats.setups),
             static_cast<unsigned long long>(stats.registrations), static_cast<unsigned long long>(stats.shm_segments),
             static_cast<unsigned long long>(stats.bytes_put));
+    device_hier_.reset();
     selector_.reset();
     team_.reset();
 }
@@ -152,22 +153,46 @@ Status gpurdma_comm::ensure_host_team()
     return Status::ok();
 }
 
+gpurdma::gpu::DeviceSetup gpurdma_comm::device_setup() const
+{
+    gpurdma::gpu::DeviceSetup setup;
+    setup.rank = rank;
+    setup.size = size;
+    setup.name = name;
+    setup.host = context->host;
+    setup.node = context->node;
+    setup.bootstrap = bootstrap;
+    setup.log = &context->log;
+    setup.config = &context->config;
+    setup.rail_device = context->rail_device;
+    setup.ucx = [ctx = context](std::string *why) { return ctx->transport(why); };
+    return setup;
+}
+
 gpurdma::gpu::DeviceAllreduce &gpurdma_comm::device()
 {
-    if (!device_) {
-        gpurdma::gpu::DeviceSetup setup;
-        setup.rank = rank;
-        setup.size = size;
-        setup.name = name;
-        setup.host = context->host;
-        setup.bootstrap = bootstrap;
-        setup.log = &context->log;
-        setup.config = &context->config;
-        setup.rail_device = context->rail_device;
-        setup.ucx = [ctx = context](std::string *why) { return ctx->transport(why); };
-        device_ = std::make_unique<gpurdma::gpu::DeviceAllreduce>(std::move(setup));
-    }
+    if (!device_) device_ = std::make_unique<gpurdma::gpu::DeviceAllreduce>(device_setup());
     return *device_;
+}
+
+bool gpurdma_comm::device_across_nodes() const
+{
+    return team_ && team_->topology().nodes() > 1;
+}
+
+gpurdma::gpu::DeviceHierarchical &gpurdma_comm::device_hierarchical()
+{
+    if (!device_hier_) device_hier_ = std::make_unique<gpurdma::gpu::DeviceHierarchical>(device_setup(), *team_);
+    return *device_hier_;
+}
+
+void gpurdma_comm::abandon_device()
+{
+    if (device_across_nodes()) {
+        if (device_hier_) device_hier_->abandon();
+    } else if (device_) {
+        device_->abandon();
+    }
 }
 
 const gpurdma::exec::ProgressLoop &gpurdma_comm::device_loop()
@@ -199,7 +224,7 @@ Status gpurdma_comm::prepare(const gpurdma::algo::Call &call, bool device_buffer
     if (device_buffers && kind == Kind::Blocking) return Status::ok();
     if (!host.is_ok()) return host;
     if (device_buffers) {
-        const Status dev = device().prepare(call);
+        const Status dev = device_across_nodes() ? device_hierarchical().prepare(call) : device().prepare(call);
         if (!dev.is_ok() && !dev.is_unsupported()) return dev;  // unsupported: staged, on the host path
     }
     // A persistent call's schedule now (the staged one has the same shape), not at its starts.
@@ -251,11 +276,14 @@ State gpurdma_comm::begin(gpurdma_request &r)
     }
     if (!r.device) return begin_host(r, r.call, Phase::Host);
     ++r.moves;
-    const Status st = device().start(r.call);
+    gpurdma::algo::Algorithm &path = device_across_nodes()
+                                         ? static_cast<gpurdma::algo::Algorithm &>(device_hierarchical())
+                                         : static_cast<gpurdma::algo::Algorithm &>(device());
+    const Status st = path.start(r.call);
     if (st.is_unsupported()) return begin_staged(r);
     if (!st.is_ok()) return failed(r, st);
     r.phase = Phase::Device;
-    r.algorithm = device_.get();
+    r.algorithm = &path;
     return State::Running;
 }
 
@@ -320,7 +348,7 @@ void gpurdma_comm::conclude(gpurdma_request &r, State state, const Status &resul
         report(r, GPURDMA_ERR_UNSUPPORTED);
         return;
     }
-    if (r.phase == Phase::Device) device_->abandon();  // peers stop waiting for this rank
+    if (r.phase == Phase::Device) abandon_device();  // peers stop waiting for this rank
     const Status st = state == State::Declined
                           ? Status::error(GPURDMA_ERR_TRANSPORT, name +
                                                                      ": the GPU buffers of a queued call cannot "

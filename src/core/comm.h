@@ -4,8 +4,9 @@
 // then the call runs: at once under the progress loop (a blocking call with nothing
 // queued), or queued behind the calls started before it and advanced by whoever
 // drives the communicator (the context's progress, a test, a later blocking call).
-// Each call begins its path when it reaches the front: the device allreduce, host
-// staging where that declines, or the selector's host algorithm. Nothing here knows an
+// Each call begins its path when it reaches the front: the device allreduce (one
+// node) or the hierarchical device path (several nodes), host staging where that
+// declines, or the selector's host algorithm. Nothing here knows an
 // algorithm's insides.
 #pragma once
 
@@ -24,6 +25,7 @@
 #include "core/request.h"
 #include "exec/progress.h"
 #include "gpu/device_allreduce.h"
+#include "gpu/device_hierarchical.h"
 #include "gpu/host_staging.h"
 #include "gpurdma/gpurdma.h"
 
@@ -95,6 +97,13 @@ private:
     // The host team on first use; unsupported (now and for every later call) if it declined.
     gpurdma::Status ensure_host_team();
     gpurdma::gpu::DeviceAllreduce &device();
+    // GPU buffers on a communicator spanning nodes whose host path is set up: the
+    // hierarchical device path (or staging, call by call, where it declines).
+    bool device_across_nodes() const;
+    gpurdma::gpu::DeviceHierarchical &device_hierarchical();
+    gpurdma::gpu::DeviceSetup device_setup() const;
+    // Tells the device path that took the request's call to mark its stage words failed.
+    void abandon_device();
     // Begins the call at the front: its path and the algorithm's start.
     gpurdma::exec::State begin(gpurdma_request &request);
     // The device path declined or was unsupported: the call through host memory.
@@ -138,6 +147,7 @@ private:
     std::optional<gpurdma::exec::ProgressLoop> device_loop_;
     gpurdma::gpu::HostStaging staging_;  // host copies of GPU buffers, kept between calls
     std::unique_ptr<gpurdma::gpu::DeviceAllreduce> device_;  // last: released first
+    std::unique_ptr<gpurdma::gpu::DeviceHierarchical> device_hier_;  // uses team_: released before it
 
     friend struct gpurdma_context;
 };

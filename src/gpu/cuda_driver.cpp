@@ -61,6 +61,8 @@ CudaDriver::CudaDriver()
     load(a.mem_get_address_range, "cuMemGetAddressRange_v2");
     load(a.memcpy_async, "cuMemcpyAsync");
     load(a.memcpy_dtod_async, "cuMemcpyDtoDAsync_v2");
+    load(a.memcpy_dtoh_async, "cuMemcpyDtoHAsync_v2", "cuMemcpyDtoHAsync");
+    load(a.memcpy_htod_async, "cuMemcpyHtoDAsync_v2", "cuMemcpyHtoDAsync");
     load(a.ctx_get_device, "cuCtxGetDevice");
     load(a.device_get_attribute, "cuDeviceGetAttribute");
     load(a.device_get_pci_bus_id, "cuDeviceGetPCIBusId");
@@ -78,12 +80,15 @@ CudaDriver::CudaDriver()
     load(a.event_destroy, "cuEventDestroy_v2", "cuEventDestroy");
     load(a.event_record, "cuEventRecord");
     load(a.event_synchronize, "cuEventSynchronize");
+    load(a.event_query, "cuEventQuery");
+    load(a.stream_wait_event, "cuStreamWaitEvent");
     load(a.event_elapsed_time, "cuEventElapsedTime_v2", "cuEventElapsedTime");
     load(a.ipc_get_mem_handle, "cuIpcGetMemHandle");
     load(a.ipc_open_mem_handle, "cuIpcOpenMemHandle_v2", "cuIpcOpenMemHandle");
     load(a.ipc_close_mem_handle, "cuIpcCloseMemHandle");
     load(a.mem_host_alloc, "cuMemHostAlloc");
     load(a.mem_free_host, "cuMemFreeHost");
+    load(a.mem_host_get_device_pointer, "cuMemHostGetDevicePointer_v2", "cuMemHostGetDevicePointer");
     load(a.mem_host_register, "cuMemHostRegister_v2", "cuMemHostRegister");
     load(a.mem_host_unregister, "cuMemHostUnregister");
     load(a.driver_get_version, "cuDriverGetVersion");

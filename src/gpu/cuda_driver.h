@@ -52,6 +52,9 @@ struct DriverApi {
     CUresult (*memcpy_sync)(CUdeviceptr, CUdeviceptr, size_t) = nullptr;
     CUresult (*memcpy_async)(CUdeviceptr, CUdeviceptr, size_t, CUstream) = nullptr;
     CUresult (*memcpy_dtod_async)(CUdeviceptr, CUdeviceptr, size_t, CUstream) = nullptr;
+    // The staged inter-node path's copies (optional: cuMemcpyAsync with unified addressing otherwise).
+    CUresult (*memcpy_dtoh_async)(void *, CUdeviceptr, size_t, CUstream) = nullptr;
+    CUresult (*memcpy_htod_async)(CUdeviceptr, const void *, size_t, CUstream) = nullptr;
     CUresult (*ctx_push)(CUcontext) = nullptr;
     CUresult (*ctx_pop)(CUcontext *) = nullptr;
     CUresult (*ctx_get_device)(CUdevice *) = nullptr;
@@ -72,12 +75,15 @@ struct DriverApi {
     CUresult (*event_destroy)(CUevent) = nullptr;
     CUresult (*event_record)(CUevent, CUstream) = nullptr;
     CUresult (*event_synchronize)(CUevent) = nullptr;
+    CUresult (*event_query)(CUevent) = nullptr;  // 0: reached, kErrorNotReady: not yet
+    CUresult (*stream_wait_event)(CUstream, CUevent, unsigned) = nullptr;
     CUresult (*event_elapsed_time)(float *, CUevent, CUevent) = nullptr;
     CUresult (*ipc_get_mem_handle)(CUipcMemHandle *, CUdeviceptr) = nullptr;
     CUresult (*ipc_open_mem_handle)(CUdeviceptr *, CUipcMemHandle, unsigned) = nullptr;
     CUresult (*ipc_close_mem_handle)(CUdeviceptr) = nullptr;
     CUresult (*mem_host_alloc)(void **, size_t, unsigned) = nullptr;
     CUresult (*mem_free_host)(void *) = nullptr;
+    CUresult (*mem_host_get_device_pointer)(CUdeviceptr *, void *, unsigned) = nullptr;
     CUresult (*mem_host_register)(void *, size_t, unsigned) = nullptr;
     CUresult (*mem_host_unregister)(void *) = nullptr;
     CUresult (*driver_get_version)(int *) = nullptr;

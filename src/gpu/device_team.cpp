@@ -2,6 +2,7 @@
 
 #include <ucp/api/ucp.h>
 
+#include <algorithm>
 #include <exception>
 
 #include "reduce/reduce_device.h"
@@ -45,38 +46,62 @@ std::string bus_id_of(CUcontext ctx)
 Status DeviceTeam::create(const DeviceSetup &setup, const PointerInfo &buffer, std::unique_ptr<DeviceTeam> *team)
 {
     std::unique_ptr<DeviceTeam> t(new DeviceTeam(setup, buffer.context));
-    const Status mine = t->open_local();
+    Status mine = t->open_local();
 
-    // Round 1: where every rank is, and whether each could open its GPU.
+    // The rounds: over the bootstrap (every rank of the communicator), or, with
+    // node_allgather, among this node's ranks only (the verdict is then the node's).
+    const bool by_node = static_cast<bool>(setup.node_allgather);
     setup::Agreement agreement(setup.bootstrap, setup.rank, setup.size);
+    auto exchange = [&](const std::string &record, std::vector<std::string> *all) {
+        return by_node ? setup.node_allgather(record, all) : agreement.exchange(record, all);
+    };
+    auto vote = [&](const Status &status) -> Status {
+        if (!by_node) return agreement.vote(status, t->hosts_);
+        std::vector<std::string> all;
+        const Status st = setup.node_allgather(status.is_ok() ? "" : "-" + status.message(), &all);
+        if (!st.is_ok()) return st;
+        for (int r : t->members_)
+            if (!all[static_cast<size_t>(r)].empty())
+                return Status::unsupported(t->describe(r) + ": " + all[static_cast<size_t>(r)].substr(1));
+        return Status::ok();
+    };
+    auto failed = [&](const Status &st) { return by_node ? st.prefixed("device set-up: ") : bootstrap_failed(setup); };
+
+    // Round 1: where every rank is (host, node), and its GPU.
     wire::Writer w;
     w.str(setup.host);
+    w.str(setup.node.empty() ? setup.host : setup.node);
     w.str(t->bus_id_);
-    w.str(t->segment_ ? t->segment_->name() : std::string());
     std::vector<std::string> records;
-    std::string segment_name;
-    if (!agreement.exchange(w.take(), &records).is_ok() || !t->read_records(records, &segment_name).is_ok())
-        return bootstrap_failed(setup);
-    Status verdict = agreement.vote(mine, t->hosts_);
-    if (!verdict.is_ok() && !verdict.is_unsupported()) return bootstrap_failed(setup);
+    Status st = exchange(w.take(), &records);
+    if (st.is_ok()) st = t->read_records(records, by_node);
+    if (!st.is_ok()) return failed(st);
+    // The node's lowest rank creates the node's control block; every rank learns its name.
+    if (mine.is_ok()) mine = t->create_control_block();
+    std::vector<std::string> names;
+    st = exchange(t->segment_ ? t->segment_->name() : std::string(), &names);
+    if (!st.is_ok()) return failed(st);
+    const std::string segment_name = names[static_cast<size_t>(t->members_[0])];
+    Status verdict = vote(mine);
+    if (!verdict.is_ok() && !verdict.is_unsupported()) return failed(verdict);
 
     // Every rank holds the same records, so every rank reaches the same verdict.
-    bool one_node = true;
-    for (const auto &h : t->hosts_) one_node &= h == t->hosts_[0];
-    if (verdict.is_ok() && !one_node) verdict = Status::unsupported("ranks on several nodes");
-    if (verdict.is_ok() && setup.size > reduce::device::kMaxSources)
-        verdict = Status::unsupported(std::to_string(setup.size) + " ranks on the node (device path handles up to " +
-                                      std::to_string(reduce::device::kMaxSources) + ")");
+    const bool one_node = !t->spans_nodes();
+    if (verdict.is_ok() && !one_node && !setup.node_scope) verdict = Status::unsupported("ranks on several nodes");
+    if (verdict.is_ok() && t->largest_node_ > size_t(reduce::device::kMaxSources))
+        verdict =
+            Status::unsupported(std::to_string(t->largest_node_) + " ranks on a node (device path handles up to " +
+                                std::to_string(reduce::device::kMaxSources) + ")");
 
-    // Round 2 (only where round 1 agreed on a single node): attach, check peer access.
+    // Round 2 (only where round 1 agreed): attach, check peer access within the node.
     if (verdict.is_ok() && setup.size > 1) {
-        verdict = agreement.vote(t->attach_and_check_peers(segment_name), t->hosts_);
+        verdict = vote(t->attach_and_check_peers(segment_name));
         if (t->segment_) t->segment_->unlink();  // every peer has it mapped (or gave up)
-        if (!verdict.is_ok() && !verdict.is_unsupported()) return bootstrap_failed(setup);
+        if (!verdict.is_ok() && !verdict.is_unsupported()) return failed(verdict);
     }
 
     if (verdict.is_ok()) {
-        t->log_ready();
+        if (one_node) t->log_ready();
         *team = std::move(t);
         return Status::ok();
     }
@@ -102,7 +127,7 @@ DeviceTeam::~DeviceTeam()
 
 ControlSlot &DeviceTeam::slot(int rank) const
 {
-    return reinterpret_cast<ControlSlot *>(segment_->base())[rank];
+    return reinterpret_cast<ControlSlot *>(segment_->base())[local_index_[static_cast<size_t>(rank)]];
 }
 
 Status DeviceTeam::stream_done(bool *done) const
@@ -138,45 +163,70 @@ Status DeviceTeam::open_local()
         !d.api().stream_query)
         return Status::unsupported("CUDA driver lacks IPC or async copy entry points");
     ipc_ = std::make_unique<IpcCache>(kIpcCacheEntries, IpcCache::cuda_ops(ctx_));
-    const int rank = setup_.rank, size = setup_.size;
-    if (size > 1) {
+    if (setup_.size > 1) {
         bus_id_ = bus_id_of(ctx_);
         if (bus_id_.empty()) return Status::unsupported("cannot read the GPU's PCI bus id");
-    }
-    if (size > 1 && rank == 0) {
-        const Status st = transport::ShmSegment::create(sizeof(ControlSlot) * static_cast<size_t>(size), &segment_);
-        if (!st.is_ok()) return Status::unsupported("device control block: " + st.message());
     }
     return Status::ok();
 }
 
-// Each record: host, GPU bus id, and (rank 0's) the control block's name.
-Status DeviceTeam::read_records(const std::vector<std::string> &records, std::string *segment_name)
+// By the node's lowest rank, for a node of several ranks.
+Status DeviceTeam::create_control_block()
 {
-    hosts_.assign(records.size(), "");
-    bus_ids_.assign(records.size(), "");
-    for (size_t r = 0; r < records.size(); ++r) {
+    if (members_.size() < 2 || members_[0] != setup_.rank) return Status::ok();
+    const Status st = transport::ShmSegment::create(sizeof(ControlSlot) * members_.size(), &segment_);
+    if (!st.is_ok()) return Status::unsupported("device control block: " + st.message());
+    return Status::ok();
+}
+
+// Each record: host, node, GPU bus id. Nodes are ordered by their lowest rank.
+Status DeviceTeam::read_records(const std::vector<std::string> &records, bool node_only)
+{
+    spans_ = node_only;  // set up by node: the communicator spans nodes
+    const size_t n = records.size();
+    hosts_.assign(n, "");
+    nodes_.assign(n, "");
+    bus_ids_.assign(n, "");
+    for (size_t r = 0; r < n; ++r) {
+        if (node_only && records[r].empty()) continue;  // not on this node
         wire::Reader rd(records[r]);
-        std::string segment;
-        if (!rd.str(&hosts_[r]) || !rd.str(&bus_ids_[r]) || !rd.str(&segment))
+        if (!rd.str(&hosts_[r]) || !rd.str(&nodes_[r]) || !rd.str(&bus_ids_[r]))
             return Status::error(GPURDMA_ERR_TRANSPORT, "unreadable device set-up record");
-        if (r == 0) *segment_name = segment;
     }
+    const std::string &mine = nodes_[static_cast<size_t>(setup_.rank)];
+    members_.clear();
+    local_index_.assign(n, -1);
+    std::vector<std::string> seen;
+    std::vector<size_t> sizes;
+    for (size_t r = 0; r < n; ++r) {
+        if (node_only && nodes_[r].empty()) continue;
+        const auto it = std::find(seen.begin(), seen.end(), nodes_[r]);
+        if (it == seen.end()) {
+            seen.push_back(nodes_[r]);
+            sizes.push_back(1);
+        } else {
+            ++sizes[static_cast<size_t>(it - seen.begin())];
+        }
+        if (nodes_[r] != mine) continue;
+        local_index_[r] = static_cast<int>(members_.size());
+        members_.push_back(static_cast<int>(r));
+    }
+    spans_ = spans_ || seen.size() > 1;
+    largest_node_ = *std::max_element(sizes.begin(), sizes.end());
     return Status::ok();
 }
 
 Status DeviceTeam::attach_and_check_peers(const std::string &segment_name)
 {
-    if (setup_.rank != 0) {
-        const Status st =
-            transport::ShmSegment::attach(segment_name, sizeof(ControlSlot) * size_t(setup_.size), &segment_);
+    if (members_.size() > 1 && members_[0] != setup_.rank) {
+        const Status st = transport::ShmSegment::attach(segment_name, sizeof(ControlSlot) * members_.size(), &segment_);
         if (!st.is_ok()) return Status::unsupported(st.message());
     }
     const auto &a = CudaDriver::instance().api();
     ContextScope scope(ctx_);
     CUdevice me = 0;
     a.ctx_get_device(&me);
-    for (int r = 0; r < setup_.size; ++r) {
+    for (int r : members_) {
         const std::string &bus = bus_ids_[static_cast<size_t>(r)];
         if (r == setup_.rank || bus == bus_id_) continue;  // a shared GPU needs no peer access
         CUdevice other = -1;
@@ -203,9 +253,8 @@ void DeviceTeam::log_ready() const
 // Several nodes: GPUDirect RDMA would need UCX built with CUDA memory support and
 // the NIC within coll_gpurdma_gdr_level of the GPU. RMA from GPU memory is not
 // implemented yet, so the verdict is computed and printed, and the data stages.
-void DeviceTeam::log_inter_node_verdict() const
+std::string DeviceTeam::gdr_verdict() const
 {
-    if (!logs(setup_, 1)) return;
     std::string ucx_why = "UCX not offered", ucx_cuda = "unknown";
     if (auto *ucx = setup_.ucx ? setup_.ucx(&ucx_why) : nullptr) {
         ucp_context_attr_t attr{};
@@ -228,12 +277,19 @@ void DeviceTeam::log_inter_node_verdict() const
         distance = "GPU " + bus + " to NIC " + setup_.rail_device + ": " + topo::path_level_name(level) +
                    (known.is_ok() ? "" : " (" + known.message() + ")");
     }
+    return std::string("not available: ") + "UCX CUDA memory support " + ucx_cuda + "; " + distance +
+           "; coll_gpurdma_gdr_level " + topo::path_level_name(allowed) + " -> " +
+           (near && ucx_cuda == "yes" ? "would be eligible" : "not eligible") +
+           "; RMA straight from GPU memory is not built in this version";
+}
+
+void DeviceTeam::log_inter_node_verdict() const
+{
+    if (!logs(setup_, 1)) return;
     setup_.log->log(1,
                     "%s: rank %d device buffers across nodes: staged through host memory, then the host algorithm. "
-                    "GPUDirect RDMA check: UCX CUDA memory support %s; %s; coll_gpurdma_gdr_level %s -> %s; "
-                    "RMA straight from GPU memory is not implemented yet",
-                    setup_.name.c_str(), setup_.rank, ucx_cuda.c_str(), distance.c_str(),
-                    topo::path_level_name(allowed), near && ucx_cuda == "yes" ? "would be eligible" : "not eligible");
+                    "GPUDirect RDMA %s",
+                    setup_.name.c_str(), setup_.rank, gdr_verdict().c_str());
 }
 
 }  // namespace gpurdma::gpu

@@ -1,10 +1,18 @@
 // A communicator's device set-up, done once by every rank together on its first call
 // with GPU buffers: the driver, the kernels and a stream of our own on the context of
-// that buffer, the node-shared control block (one slot per rank), the peer access
-// checks, and the verdict, agreed by every rank: the device path (one node, GPUs that
-// reach each other or one GPU shared by the ranks) or staging through host memory
-// (several nodes, no peer access, no kernels, ...; across nodes the GPUDirect RDMA
-// verdict is printed). Every resource is released in the destructor.
+// that buffer, the node-shared control block, the peer access checks, and the
+// verdict, agreed by every rank.
+//
+// The team is node-scoped: the control block has one slot per rank of this rank's
+// node (created by the node's lowest rank), peer access is checked among the node's
+// ranks only, and slot(r) takes a communicator rank of this node. On a communicator
+// whose ranks are all on one node (the one-node device allreduce) the node is the
+// whole communicator, so local index == rank and nothing changes from the one-node
+// design. A communicator spanning nodes gets a team only when its user asks for one
+// (DeviceSetup::node_scope: the hierarchical device path, gpu/device_hierarchical.h,
+// which does the node stages with it and the inter-node stage over the host team);
+// otherwise the verdict is "ranks on several nodes" as before and the data stages.
+// Every resource is released in the destructor.
 #pragma once
 
 #include <atomic>
@@ -35,6 +43,11 @@ struct DeviceSetup {
     int rank = 0, size = 1;
     std::string name;  // the communicator, for messages
     std::string host;  // this host (topo::this_host())
+    std::string node;  // this process's node: the host, or "host#k" under coll_gpurdma_logical_nodes ("" = host)
+    bool node_scope = false;  // a communicator spanning nodes gets a team of each node's ranks
+    // With node_scope: the set-up's rounds among this node's ranks only (gpu/node_exchange.h)
+    // instead of the bootstrap; *all has one entry per rank, "" off the node.
+    std::function<Status(const std::string &mine, std::vector<std::string> *all)> node_allgather;
     gpurdma_bootstrap_t bootstrap{};
     const Logger *log = nullptr;
     const gpurdma_config_t *config = nullptr;  // gdr_level, ...
@@ -42,7 +55,7 @@ struct DeviceSetup {
     std::function<transport::UcxContext *(std::string *why)> ucx;  // starts UCX on demand (inter-node verdict)
 };
 
-// One per rank in the node-shared control block. Stage words only grow (call
+// One per rank of the node in the node-shared control block. Stage words only grow (call
 // numbers), so nothing is ever reset; the data fields of call k stay untouched until
 // every peer has passed call k's last stage. A failed rank or-s kFail into the words
 // it will not reach, so that its peers stop too.
@@ -72,10 +85,16 @@ public:
     CUstream stream() const { return stream_; }
     ReduceKernels &kernels() const { return *kernels_; }
     IpcCache &ipc() const { return *ipc_; }
-    // Size 1 has no control block.
+    // The slot of a rank of this node (communicator rank). A node of one rank has no control block.
     ControlSlot &slot(int rank) const;
-    // "rank 3 on host b".
-    std::string describe(int rank) const { return describe_rank(rank, hosts_); }
+    // This node's ranks, ascending (the whole communicator on one node).
+    const std::vector<int> &members() const { return members_; }
+    bool spans_nodes() const { return spans_; }
+    // "rank 3 on host b" (the logical node's name under coll_gpurdma_logical_nodes).
+    std::string describe(int rank) const { return describe_rank(rank, nodes_); }
+    // Between nodes: whether GPUDirect RDMA could be used and why not: "not available:
+    // <reason>" (RMA from GPU memory is not built in this version).
+    std::string gdr_verdict() const;
 
     // Whether everything enqueued on the stream has finished (cuStreamQuery), without waiting.
     Status stream_done(bool *done) const;
@@ -83,7 +102,8 @@ public:
 private:
     DeviceTeam(DeviceSetup setup, CUcontext ctx);
     Status open_local();
-    Status read_records(const std::vector<std::string> &records, std::string *segment_name);
+    Status read_records(const std::vector<std::string> &records, bool node_only);
+    Status create_control_block();
     Status attach_and_check_peers(const std::string &segment_name);
     void log_ready() const;
     void log_inter_node_verdict() const;
@@ -92,6 +112,11 @@ private:
     CUcontext ctx_;
     std::string bus_id_;  // this rank's GPU
     std::vector<std::string> hosts_;  // every rank's host
+    std::vector<std::string> nodes_;  // every rank's node (host or logical node)
+    std::vector<int> members_;  // this node's ranks, ascending
+    std::vector<int> local_index_;  // rank -> index in members_, -1 elsewhere
+    bool spans_ = false;  // several nodes (always, for a team set up by node)
+    size_t largest_node_ = 1;
     std::vector<std::string> bus_ids_;  // every rank's GPU
     // Release order (the destructor): mappings, kernels, stream, then the segment.
     std::unique_ptr<transport::ShmSegment> segment_;

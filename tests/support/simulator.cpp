@@ -114,17 +114,26 @@ SimulationResult simulate(const topo::Topology &topo, const std::vector<std::vec
                           gpurdma_dtype_t dtype, gpurdma_op_t op, bool in_place, const plan::PlanParams &params,
                           int slots)
 {
+    const int size = static_cast<int>(inputs.size());
+    const size_t elem = reduce::dtype_size(dtype);
+    std::vector<plan::Schedule> schedules;
+    schedules.reserve(size);
+    for (int r = 0; r < size; ++r) schedules.push_back(plan::build(topo, r, count, elem, in_place, params));
+    return simulate_schedules(topo, schedules, inputs, count, dtype, op, in_place, slots);
+}
+
+SimulationResult simulate_schedules(const topo::Topology &topo, const std::vector<plan::Schedule> &schedules,
+                                    const std::vector<std::vector<char>> &inputs, size_t count, gpurdma_dtype_t dtype,
+                                    gpurdma_op_t op, bool in_place, int slots)
+{
     SimulationResult result;
     const int size = static_cast<int>(inputs.size());
     const size_t elem = reduce::dtype_size(dtype);
     Fabric fabric(slots);
-    std::vector<plan::Schedule> schedules;
     std::vector<std::unique_ptr<SimTransport>> transports;
     std::vector<std::unique_ptr<Executor>> executors;
     result.outputs.resize(size);
-    schedules.reserve(size);
     for (int r = 0; r < size; ++r) {
-        schedules.push_back(plan::build(topo, r, count, elem, in_place, params));
         result.outputs[r].assign(count * elem, 0);
         if (in_place) result.outputs[r] = inputs[r];
     }

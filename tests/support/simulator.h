@@ -31,4 +31,10 @@ SimulationResult simulate(const topo::Topology &topo, const std::vector<std::vec
                           gpurdma_dtype_t dtype, gpurdma_op_t op, bool in_place, const plan::PlanParams &params,
                           int slots);
 
+// Runs the given schedules (one per rank, schedules[r] for rank r) instead of the
+// planner's: stages built on their own (plan/rail.h).
+SimulationResult simulate_schedules(const topo::Topology &topo, const std::vector<plan::Schedule> &schedules,
+                                    const std::vector<std::vector<char>> &inputs, size_t count, gpurdma_dtype_t dtype,
+                                    gpurdma_op_t op, bool in_place, int slots);
+
 }  // namespace gpurdma::testing

@@ -1,0 +1,145 @@
+// The hierarchical allreduce on GPU buffers for a communicator spanning nodes, an
+// algo::Algorithm (one per communicator; its node-scoped DeviceTeam is set up on the
+// first call, the host team already is):
+//   node reduce-scatter on the GPUs: each rank reduces the slices it owns straight
+//     out of its node peers' buffers (CUDA IPC, the one-node path's kernel, lower
+//     rank first; a rank of a smaller node owns several slices and reduces each);
+//   inter-node, per unit (one slice of one block), pipelined: copy to a page-locked
+//     host chunk buffer (async, on the team's stream, fenced by an event) -> the
+//     rail allreduce of that chunk in place (plan/rail.h, exec::Executor over the
+//     host team's router) -> copy back into the receive buffer's slice. Several chunk
+//     buffers, so the copies of unit k+1 overlap the network on unit k;
+//   node allgather on the GPUs: the other slices copied out of their owners' results
+//     (copy engine), as the one-node path does.
+// The units, owners and rail schedules are the host hierarchical schedule's
+// (plan::hierarchical_units), and the path takes a call only when the host path would
+// run the hierarchical schedule for it (takes()): the rail messages are then the same
+// whichever path a node's ranks take, so a node of host-buffer ranks, or a node that
+// declined (a buffer it cannot share) and staged, interoperates with a node on this
+// path. Calls the host path would run flat (ring or recursive doubling) are declined
+// on every rank alike and stage whole through host memory.
+// A call is a state machine that exec::ProgressLoop drives; it never waits itself.
+// Stage words in the node's control block (posted, reduced = all of this rank's
+// slices are back in its receive buffer, gathered) pace the node; a failed rank marks
+// the words it will not reach, so its node peers stop too, and its rail peers stop at
+// their timeout.
+#pragma once
+
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "algo/algorithm.h"
+#include "algo/host_team.h"
+#include "base/noncopyable.h"
+#include "base/status.h"
+#include "exec/executor.h"
+#include "gpu/copy_fence.h"
+#include "gpu/device_team.h"
+#include "gpu/pinned_buffer.h"
+#include "plan/rail.h"
+
+namespace gpurdma::gpu {
+
+class DeviceHierarchical : public algo::Algorithm, private NonCopyable {
+public:
+    // The host team must be set up, span nodes, and outlive this object.
+    DeviceHierarchical(DeviceSetup setup, algo::HostTeam &host);
+    ~DeviceHierarchical() override;
+
+    // Whether the host path would run this call's shape hierarchically (the wire
+    // contract above): the same answer on every rank.
+    bool takes(const algo::Call &call) const;
+
+    // The collective set-up on first use; Unsupported (every rank alike) when this
+    // communicator or call stages through host memory.
+    Status prepare(const algo::Call &call) override;
+    Status start(const algo::Call &call) override;
+    // May return exec::State::Declined: a rank of this node cannot share its buffers:
+    // this node stages the call (the rail messages are the same, other nodes go on).
+    exec::State advance() override;
+    uint64_t position() const override { return position_; }
+    std::string describe_wait() const override;
+    std::string describe_failure() const override { return failure_; }
+    void finish() override;
+    uint64_t gpurdma_comm_stats_t::*counter() const override { return &gpurdma_comm_stats_t::device_calls; }
+    std::string describe_call() const override;
+
+    // After the progress loop gave up on a started call: marks the stage words this
+    // rank will not reach as failed, so that node peers stop too.
+    void abandon();
+
+private:
+    enum class Step { Idle, Posted, Pipeline, Reduced, Gathering, Gathered, Done, Failed, Declined };
+    enum class Stage { NodeRs, D2H, InterNode, H2D, NodeAg, Count };
+    // One page-locked chunk buffer and the unit it holds.
+    struct Chunk {
+        enum class State { Free, Out, Rail, Back } state = State::Free;
+        std::unique_ptr<PinnedBuffer> buffer;
+        std::unique_ptr<CopyFence> out, back;
+        size_t unit = 0;  // index into units_
+        size_t mine = 0;  // index into mine_
+        std::chrono::steady_clock::time_point since;
+    };
+
+    Status ready_for(const algo::Call &call, PointerInfo *sinfo, PointerInfo *rinfo);
+    Status set_up(const PointerInfo &first_buffer);
+    void log_mode() const;
+    void enter(Step step);
+    exec::State now() const;
+    bool peers_reached(std::atomic<uint64_t> ControlSlot::*word);
+    bool declined();
+    bool map_peers();
+    void pump();  // the pipeline: everything that can move without waiting
+    bool stage_out(Chunk &chunk, size_t index);  // node RS kernel + D2H of mine_[index]
+    bool start_rail(Chunk &chunk);
+    bool copy_back(Chunk &chunk);
+    void launch_gather();
+    bool stream_finished(Stage stage);
+    void fail(Stage stage, const std::string &what);
+    void add_time(Stage stage, std::chrono::steady_clock::time_point since);
+    const plan::Schedule &rail_schedule(int slice, size_t count);
+    bool multi() const { return team_ && team_->members().size() > 1; }
+    static const char *stage_name(Stage stage);
+    std::string describe_peer(int peer) const;
+
+    DeviceSetup setup_;
+    algo::HostTeam &host_;
+    enum class Team { NotYet, Ready, Staged } team_state_ = Team::NotYet;
+    std::unique_ptr<DeviceTeam> team_;
+    std::vector<Chunk> chunks_;
+    std::string pinned_why_;  // "" when the chunk buffers are page-locked
+    std::map<std::tuple<int, size_t, size_t>, plan::Schedule> rails_;  // (slice, count, elem)
+    // The call in flight.
+    algo::Call call_;
+    size_t elem_ = 0;
+    uint64_t seq_ = 0;
+    Step step_ = Step::Idle;
+    Stage stage_ = Stage::NodeRs;  // where the call is (or failed), for messages
+    int peer_index_ = 0;  // the next node member whose stage word is awaited
+    uint64_t position_ = 0;
+    std::string failure_;
+    std::vector<plan::RailUnit> units_;  // every unit of the call
+    std::vector<size_t> mine_;  // the units this rank owns, in wire order
+    size_t next_out_ = 0, next_rail_ = 0, units_back_ = 0;
+    Chunk *rail_chunk_ = nullptr;  // the chunk whose rail stage runs
+    std::optional<exec::Executor> exec_;
+    std::vector<const char *> srcs_;  // per node member (local index): source, mapped here
+    std::vector<char *> dsts_;  // per node member: result
+    std::array<double, size_t(Stage::Count)> stage_ms_{};
+    // Verbose 3: per unit of this rank, ms since the call started: copy out launched,
+    // copy out done (= rail started), rail done (= copy back launched), copy back done.
+    struct Timeline {
+        double out = 0, staged = 0, railed = 0, back = 0;
+    };
+    std::vector<Timeline> timeline_;
+    std::chrono::steady_clock::time_point call_start_, stage_start_;
+};
+
+}  // namespace gpurdma::gpu

@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# The hierarchical device path (GPU buffers across nodes) with the GPU launcher at
+# logical nodes on this one machine (coll_gpurdma_logical_nodes: 2x2 and 3+1+2):
+# every op x type against the host reference, in place and not, 1 element to 4 MiB
+# (several chunks, unequal slices), blocking, nonblocking and persistent; nodes of
+# host-buffer ranks beside nodes of device-buffer ranks; a rank stopped in the middle
+# of a call (every other rank must return an error within the timeout).
+# On a GPU (the launcher's probe) the ranks share GPU 0; otherwise the stand-in
+# libcuda.so.1 (tests/gpu/fake_cuda.cpp), built as run-gpu-tests.sh builds it, which
+# checks the protocol, not the CUDA kernels.
+set -u
+build=${GPURDMA_BUILDDIR:-$(cd "$(dirname "$0")/../.." && pwd)}
+src=${GPURDMA_SRCDIR:-$(cd "$(dirname "$0")/../.." && pwd)}
+launcher=$build/tests/gpu/gpu_launcher
+[ -x "$launcher" ] || { echo "FAIL: $launcher not built (make check builds it)"; exit 1; }
+
+if probe=$("$launcher" --mode probe); then
+    echo "== on GPU 0 ($probe)"
+elif ! grep -q '^#define GPURDMA_HAVE_CUDA 1' "$build/config.h" 2>/dev/null; then
+    echo "SKIP: no CUDA driver ($probe), and a host-only build (no kernels to load)"
+    exit 77
+else
+    fake=$build/tests/gpu/fake
+    mkdir -p "$fake"
+    if ! ${CXX:-g++} -std=c++17 -O2 -Wall -Wextra -shared -fPIC -Wl,-Bsymbolic -I"$src/include" -I"$src/src" \
+            -o "$fake/libcuda.so.1" "$src/tests/gpu/fake_cuda.cpp" "$src/src/reduce/reduce_host.cpp" -lpthread; then
+        echo "FAIL: cannot build the stand-in driver"
+        exit 1
+    fi
+    export LD_LIBRARY_PATH=$fake${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+    export GPURDMA_FAKE_CUDA_LEAKS=1  # a stand-in that reports leaks does so at exit
+    echo "== with the stand-in driver (no CUDA driver: $probe)"
+fi
+
+failed=0
+step() {
+    local what=$1
+    shift
+    echo "== $what"
+    local out
+    out=$("$launcher" --mode device "$@" 2>&1)
+    local rc=$?
+    printf '%s\n' "$out" | grep -E '^(rank|FAIL|==)|leaked' | grep -v ': 0 leaked' | sed 's/^/   /'
+    local reports
+    reports=$(printf '%s\n' "$out" | grep -c 'leaked')
+    [ "$reports" -gt 0 ] && echo "   stand-in leak reports: $reports processes"
+    if printf '%s\n' "$out" | grep -E 'leaked' | grep -vq ' 0 leaked pinned allocations, 0 registrations, 0 device allocations, 0 events, 0 streams'; then
+        echo "FAIL: $what: the stand-in reports leaks"
+        failed=1
+    fi
+    [ $rc -eq 0 ] || { echo "FAIL: $what (exit $rc)"; failed=1; }
+}
+
+small=(--chunk-size 16384 --max-bytes 4194304 --expect-device --limit 240)
+step "2x2, hierarchical at every size, 16 KiB chunks" --np 4 --logical-nodes 2 --algorithm hier "${small[@]}"
+step "3+1+2, hierarchical at every size, 16 KiB chunks" --np 6 --logical-nodes 3,1,2 --algorithm hier "${small[@]}"
+step "2x2, auto (flat sizes stage whole), default chunks" --np 4 --logical-nodes 2 --max-bytes 4194304 \
+    --expect-device --limit 240
+step "2x2, node 0 passes host buffers" --np 4 --logical-nodes 2 --algorithm hier --host-ranks 0,1 "${small[@]}"
+step "3+1+2, the one-rank node passes host buffers" --np 6 --logical-nodes 3,1,2 --algorithm hier --host-ranks 3 \
+    "${small[@]}"
+if [ -n "${GPURDMA_FAKE_CUDA_LEAKS:-}" ]; then
+    GPURDMA_FAKE_CUDA_COPY_GBPS=0.5 GPURDMA_FAKE_CUDA_KERNEL_GBPS=1 \
+        step "3+1+2, slow copies and kernels (stand-in knobs, if it has them)" --np 6 --logical-nodes 3,1,2 \
+        --algorithm hier --chunk-size 16384 --max-bytes 1048576 --expect-device --limit 240
+fi
+step "2x2, rank 1 passes host buffers beside its node peer's device buffers: errors within the timeout, never a wrong result" \
+    --np 4 --logical-nodes 2 --algorithm hier --host-ranks 1 --max-bytes 4096 --timeout 5 --expect-errors --limit 120
+step "2x2, rank 1 stops mid-call: errors within the 5 s timeout" --np 4 --logical-nodes 2 --algorithm hier \
+    --chunk-size 16384 --max-bytes 4194304 --timeout 5 --stop-rank 1 --limit 120
+step "3+1+2, rank 4 stops mid-call: errors within the 5 s timeout" --np 6 --logical-nodes 3,1,2 --algorithm hier \
+    --chunk-size 16384 --max-bytes 4194304 --timeout 5 --stop-rank 4 --limit 120
+[ $failed -eq 0 ] && echo "PASS" || echo "FAIL"
+exit $failed
