@@ -159,15 +159,10 @@ late() {
     fi
 }
 late "stuck peer, nonblocking: MPI_Iallreduce, one node np=3" 3 nonblocking
-# Open MPI 5.0.7 with UCX 1.18 (Debian 13) fails this step two ways, both still open
-# (docs/RELIABILITY.md, "Not done"): over CMA the late rank is aborted inside UCX when its
-# puts fail, and over tcp a second MPI_Start on the broken communicator raises
-# MPI_ERR_REQUEST on MPI_COMM_WORLD's handler. It runs and passes on Open MPI 4.1.
-if [ "$(ompi_info --parsable | sed -n 's/^ompi:version:full:\([0-9]*\).*/\1/p')" -ge 5 ]; then
-    skip "stuck peer, nonblocking: persistent, UCX np=2" "Open MPI 5: two open defects (docs/RELIABILITY.md)"
-else
-    late "stuck peer, nonblocking: persistent, UCX np=2" 2 persistent --mca coll_gpurdma_logical_nodes 1
-fi
+# Flat UCX on one host: shared memory (UCX 1.18 puts large messages with CMA), then tcp.
+late "stuck peer, nonblocking: persistent, UCX np=2" 2 persistent --mca coll_gpurdma_logical_nodes 1
+late "stuck peer, nonblocking: persistent, UCX over tcp np=2" 2 persistent --mca coll_gpurdma_logical_nodes 1 \
+    --mca coll_gpurdma_ucx_tls tcp,self
 
 # ------------------------------------------------------------------ killed peer, /dev/shm
 if selected "killed peer"; then

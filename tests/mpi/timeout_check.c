@@ -11,7 +11,8 @@
  *                sleep, then MPI_Start and MPI_Wait
  *
  * Afterwards the broken communicator keeps failing (in the same form of call) instead
- * of hanging, and MPI_COMM_WORLD still works.
+ * of hanging, and MPI_COMM_WORLD still works. (Persistent: Open MPI has freed the request
+ * whose MPI_Wait failed; the next call initialises a new one, which must fail at once.)
  *
  * The communicator has MPI_ERRORS_RETURN. Open MPI 4.1 raises an error found in
  * MPI_Wait on a collective request on MPI_COMM_WORLD's handler instead of the request's
@@ -64,6 +65,16 @@ static int call(int mode, const float *in, float *out, int count, MPI_Comm comm,
         rc = MPI_Iallreduce(in, out, count, MPI_FLOAT, MPI_SUM, comm, &r);
         return rc == MPI_SUCCESS ? MPI_Wait(&r, MPI_STATUS_IGNORE) : rc;
     }
+#ifdef ALLREDUCE_INIT
+    /* Open MPI frees a request whose MPI_Wait fails, persistent ones too, before it raises
+     * the error (ompi_errhandler_request_invoke, 4.1 and 5.0): the handle is then
+     * MPI_REQUEST_NULL, and MPI_Start on it raises MPI_ERR_REQUEST on no communicator's
+     * handler. The next persistent call initialises a new request on the communicator. */
+    if (*req == MPI_REQUEST_NULL) {
+        rc = ALLREDUCE_INIT(in, out, count, MPI_FLOAT, MPI_SUM, comm, MPI_INFO_NULL, req);
+        if (rc != MPI_SUCCESS) return rc;
+    }
+#endif
     rc = MPI_Start(req);
     return rc == MPI_SUCCESS ? MPI_Wait(req, MPI_STATUS_IGNORE) : rc;
 }
