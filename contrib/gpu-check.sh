@@ -8,7 +8,12 @@
 #                                       shared by 2 and 4 processes: every op x type
 #                                       against a host reference, SUM float/int32 at
 #                                       every power-of-4 size from 4 B to 256 MiB, bus
-#                                       bandwidth beside cuMemcpyDtoD's.
+#                                       bandwidth beside cuMemcpyDtoD's; then the
+#                                       hierarchical device path with 2 logical nodes
+#                                       on the one GPU (np 2 and 4): the same checks,
+#                                       bus bandwidth, and rank 0's per-stage times
+#                                       (node RS+D2H, inter-node, H2D, node AG).
+#                                       Under 7 minutes in all.
 #   --run DIR --host-only               only the host mode (any machine).
 # Environment: GPURDMA_BUILD (build tree for --bundle; default build-gpu, else build).
 set -euo pipefail
@@ -52,7 +57,7 @@ case "$mode" in
     start=$(date +%s)
     echo "== bundle revision $(cat "$dir/REVISION" 2>/dev/null || echo '?'); $(nproc) cores"
     echo "== host buffers (launcher + bootstrap + core, no MPI)"
-    timeout 120 "$launcher" --mode host --np 2,4 --max-bytes 1048576 --limit 100
+    timeout 90 "$launcher" --mode host --np 2,4 --max-bytes 1048576 --limit 80
     if [ "${3:-}" = "--host-only" ]; then
         echo "PASS (host mode only)"
         exit 0
@@ -62,7 +67,20 @@ case "$mode" in
         exit 1
     fi
     echo "== device buffers on GPU 0 ($probe); nvidia-smi: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1 || echo n/a)"
-    timeout 290 "$launcher" --mode device --np 2,4 --max-bytes $((256 << 20)) --expect-device --bench --verbose 1 --limit 140
+    timeout 180 "$launcher" --mode device --np 2,4 --max-bytes $((256 << 20)) --expect-device --bench --verbose 1 --limit 85
+    echo "== hierarchical device path: 2 logical nodes on GPU 0 (np 2: 1+1, np 4: 2+2), pinned host chunks between them"
+    log=$(mktemp)
+    rc=0
+    timeout 150 "$launcher" --mode device --np 2,4 --logical-nodes 2 --algorithm hier --max-bytes $((64 << 20)) \
+        --expect-device --bench --verbose 2 --limit 70 >"$log" 2>&1 || rc=$?
+    # Everything but the per-call stage lines, then rank 0's last call of each size from 1 MiB.
+    grep -v -e ' on GPU buffers across nodes ' -e '^gpurdma: [^:]*: allreduce [0-9]* x ' "$log" || true
+    echo "-- rank 0, per-stage times of the last call of each size from 1 MiB (ms, summed over units):"
+    grep ' rank 0 allreduce .* on GPU buffers across nodes ' "$log" |
+        awk '{ for (i = 1; i < NF; i++) if ($i == "allreduce") n = $(i + 1); if (n + 0 >= 262144) last[n] = $0 }
+             END { for (n in last) print n "\t" last[n] }' | sort -n | cut -f2- || true
+    rm -f "$log"
+    [ "$rc" -eq 0 ] || { echo "FAIL: hierarchical device path (exit $rc)"; exit 1; }
     echo "PASS ($(( $(date +%s) - start )) s)"
     ;;
 *)
