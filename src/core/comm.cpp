@@ -512,7 +512,7 @@ gpurdma_status_t gpurdma_comm::start(gpurdma_request &r)
 int gpurdma_comm::test(gpurdma_request &r)
 {
     if (!r.active.load(std::memory_order_acquire)) return 1;
-    context->caller_polled();
+    gpurdma_context::CallerPolling polling(*context);
     if (engine_.try_lock()) {
         drive_queue();
         engine_.unlock();

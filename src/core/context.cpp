@@ -117,6 +117,7 @@ gpurdma_context::~gpurdma_context()
         {
             std::lock_guard<std::mutex> hold(wake_lock_);
             stopping_ = true;
+            stopping_requested_.store(true);
         }
         wake_.notify_one();
         progress_thread_.join();
@@ -125,7 +126,7 @@ gpurdma_context::~gpurdma_context()
 
 int gpurdma_context::progress()
 {
-    caller_polled();
+    CallerPolling polling(*this);
     gpurdma::transport::UcxContext *u = ucx_started_.load(std::memory_order_acquire);
     const int events = u ? static_cast<int>(u->progress()) : 0;
     if (active_count_.load(std::memory_order_acquire) == 0) return events;
@@ -156,17 +157,31 @@ void gpurdma_context::progress_thread_main()
     // the same core keeps most of it, while a multi-step call still advances every
     // few tens of microseconds.
     constexpr auto kIdlePause = std::chrono::microseconds(20);
-    // An MPI thread polled within this long: it is waiting on its calls and drives them
-    // itself, so this thread sleeps instead of competing for the core and the engine;
-    // once the application computes again it takes over within this.
+    // An MPI thread is polling, or polled within this long: it is waiting on its calls
+    // and drives them itself, so this thread sleeps instead of competing for the core
+    // and the engine; once the application computes again it takes over within this.
     constexpr int64_t kCallerGraceNs = 100 * 1000;
+    // After the last call ended, keep checking on a timer this long before sleeping
+    // until woken: back-to-back calls then cost their MPI thread no wake-up each.
+    constexpr int64_t kLingerNs = 2 * 1000 * 1000;
+    int64_t quiet_since = steady_ns();
     for (;;) {
-        {
+        if (active_count_.load(std::memory_order_acquire) == 0) {
+            if (steady_ns() - quiet_since < kLingerNs) {
+                std::this_thread::sleep_for(std::chrono::nanoseconds(kCallerGraceNs));
+                if (!stopping_requested_.load(std::memory_order_relaxed)) continue;
+            }
             std::unique_lock<std::mutex> hold(wake_lock_);
-            wake_.wait(hold, [this] { return stopping_ || active_count_.load(std::memory_order_acquire) > 0; });
+            waiting_.store(true);  // seq_cst, then the count: activate() stores the count, then reads this
+            wake_.wait(hold, [this] { return stopping_ || active_count_.load() > 0; });
+            waiting_.store(false);
             if (stopping_) return;
         }
-        const int64_t since_caller = steady_ns() - caller_poll_ns_.load(std::memory_order_relaxed);
+        if (stopping_requested_.load(std::memory_order_relaxed)) return;
+        quiet_since = steady_ns();
+        const int64_t since_caller = callers_polling_.load(std::memory_order_relaxed) > 0
+                                         ? 0
+                                         : quiet_since - caller_poll_ns_.load(std::memory_order_relaxed);
         if (since_caller < kCallerGraceNs) {
             std::this_thread::sleep_for(std::chrono::nanoseconds(kCallerGraceNs - since_caller));
             continue;
@@ -184,13 +199,15 @@ void gpurdma_context::activate(gpurdma_comm *comm)
     {
         std::lock_guard<std::mutex> hold(active_lock_);
         if (std::find(active_.begin(), active_.end(), comm) == active_.end()) active_.push_back(comm);
-        active_count_.store(active_.size(), std::memory_order_release);
+        active_count_.store(active_.size());  // seq_cst: before reading waiting_
         if (config.progress_thread && !progress_thread_.joinable()) {
             progress_thread_started_.store(true, std::memory_order_relaxed);
             progress_thread_ = std::thread([this] { progress_thread_main(); });
         }
     }
-    if (config.progress_thread) {
+    // Only a thread asleep on wake_ needs waking (a lingering one sees the count); the
+    // flag is set under wake_lock_ before it waits, so a set flag is never missed.
+    if (config.progress_thread && waiting_.load()) {
         std::lock_guard<std::mutex> hold(wake_lock_);  // the thread checks the count under it
         wake_.notify_one();
     }

@@ -51,14 +51,29 @@ struct gpurdma_context {
     // Whether this is the context's own progress thread (which never reports nor logs:
     // it is not an MPI thread).
     bool on_progress_thread() const { return std::this_thread::get_id() == progress_thread_.get_id(); }
-    // An MPI thread is polling our calls itself (MPI_Wait, MPI_Test, opal_progress): the
-    // progress thread keeps out of its way for a while (it would take a core from a
-    // rank and the engine from the thread that waits). Free when there is no thread.
-    void caller_polled()
-    {
-        if (progress_thread_started_.load(std::memory_order_relaxed))
-            caller_poll_ns_.store(steady_ns(), std::memory_order_relaxed);
-    }
+    // An MPI thread polling our calls itself (MPI_Wait, MPI_Test, opal_progress) holds
+    // one of these for the poll: the progress thread keeps out of its way while any is
+    // held and for a grace period after (it would take a core from a rank and the
+    // engine from the thread that waits). Free when there is no progress thread.
+    class CallerPolling {
+    public:
+        explicit CallerPolling(gpurdma_context &c)
+            : c_(c.progress_thread_started_.load(std::memory_order_relaxed) ? &c : nullptr)
+        {
+            if (c_) c_->callers_polling_.fetch_add(1, std::memory_order_relaxed);
+        }
+        ~CallerPolling()
+        {
+            if (!c_) return;
+            c_->caller_poll_ns_.store(steady_ns(), std::memory_order_relaxed);
+            c_->callers_polling_.fetch_sub(1, std::memory_order_relaxed);
+        }
+        CallerPolling(const CallerPolling &) = delete;
+        CallerPolling &operator=(const CallerPolling &) = delete;
+
+    private:
+        gpurdma_context *c_;
+    };
     // A communicator with calls queued, until progress finds its queue empty (its engine held).
     void activate(gpurdma_comm *comm);
     // A communicator going away (its engine held): progress never sees it again.
@@ -96,7 +111,8 @@ private:
     void progress_thread_main();
     std::thread progress_thread_;
     std::atomic<bool> progress_thread_started_{false};  // set by the thread that starts it
-    std::atomic<int64_t> caller_poll_ns_{0};  // when an MPI thread last polled (steady clock)
+    std::atomic<int> callers_polling_{0};  // MPI threads inside a poll now (CallerPolling)
+    std::atomic<int64_t> caller_poll_ns_{0};  // when the last one ended (steady clock)
     static int64_t steady_ns()
     {
         return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
@@ -105,4 +121,6 @@ private:
     std::mutex wake_lock_;
     std::condition_variable wake_;
     bool stopping_ = false;  // under wake_lock_
+    std::atomic<bool> stopping_requested_{false};  // the same, for the thread while it lingers
+    std::atomic<bool> waiting_{false};  // the thread sleeps on wake_ (seq_cst with active_count_)
 };
