@@ -73,7 +73,8 @@ constexpr auto DOUBLE = GPURDMA_PARAM_DOUBLE;
 const gpurdma_param_info_t kTable[] = {
     number("verbose", INT, FIELD(verbose), 0, any_number(), kLocal, 6,
            "0 silent; 1 one line per communicator (what was chosen and why) and warnings; "
-           "2 one line per call and per fallback"),
+           "2 one line per call and per fallback (GPU buffers across nodes: per-stage times); 3 each "
+           "slice's timeline on that path"),
     number("chunk_size", SIZE, FIELD(chunk_size), 256 * 1024,
            multiple_in(64, 4096, 64 * kMiB, "is not a multiple of 64 in 4096..64 MiB"), kAllRanks, 7,
            "Pipeline chunk and landing-slot size in bytes (4096 .. 64 MiB)"),
@@ -148,8 +149,8 @@ const gpurdma_param_info_t kTable[] = {
          6,
          "Farthest GPU-to-NIC path over which GPU buffers may go by GPUDirect RDMA between "
          "nodes, as NCCL_NET_GDR_LEVEL: LOC (same device), PIX (one PCIe bridge), PXB (several PCIe "
-         "bridges), PHB (through the CPU's PCIe host bridge) or SYS (across NUMA nodes); farther GPUs stage "
-         "through host memory"),
+         "bridges), PHB (through the CPU's PCIe host bridge) or SYS (across NUMA nodes). Today only "
+         "computed and printed at verbose 1: GPU buffers cross nodes through page-locked host memory"),
     // -1: UCX's choice (UCX_IB_* or auto).
     number("ib_gid_index", INT, FIELD(ib_gid_index), -1, in(-1, 1023, "is not -1 or in 0..1023"), kLocal, 6,
            "RoCE/InfiniBand port GID index for gpurdma's UCX context, like NCCL_IB_GID_INDEX "
