@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "gpu/stage_words.h"
 #include "reduce/reduce.h"
 #include "reduce/reduce_device.h"
 
@@ -215,19 +216,13 @@ exec::State DeviceAllreduce::now() const
 // one has not, or once one announced that it failed (then step_ is Failed).
 bool DeviceAllreduce::peers_reached(std::atomic<uint64_t> ControlSlot::*word)
 {
-    for (; peer_ < setup_.size; ++peer_, ++position_) {
-        if (peer_ == setup_.rank) continue;
-        const uint64_t v = (team_->slot(peer_).*word).load(std::memory_order_acquire);
-        if (v == (seq_ | kFail)) {
-            failure_ = "device allreduce: " + team_->describe(peer_) + " failed in " + stage_name();
-            if (step_ == Step::Reduced)  // this rank will not reach the allgather either
-                team_->slot(setup_.rank).gathered.store(seq_ | kFail, std::memory_order_release);
-            step_ = Step::Failed;
-            return false;
-        }
-        if ((v & ~kFail) < seq_) return false;
-    }
-    return true;
+    const StageScan scan = scan_stage_words(*team_, team_->members(), setup_.rank, word, seq_, &peer_, &position_);
+    if (scan != StageScan::PeerFailed) return scan == StageScan::Reached;
+    failure_ = "device allreduce: " + team_->describe(team_->members()[size_t(peer_)]) + " failed in " + stage_name();
+    if (step_ == Step::Reduced)  // this rank will not reach the allgather either
+        team_->slot(setup_.rank).gathered.store(seq_ | kFail, std::memory_order_release);
+    step_ = Step::Failed;
+    return false;
 }
 
 // Every rank sees the same votes: all stage this call together.

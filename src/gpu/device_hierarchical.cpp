@@ -4,6 +4,7 @@
 
 #include "base/text.h"
 #include "gpu/node_exchange.h"
+#include "gpu/stage_words.h"
 #include "plan/planner.h"
 #include "reduce/reduce.h"
 #include "reduce/reduce_device.h"
@@ -232,21 +233,15 @@ exec::State DeviceHierarchical::now() const
 // call, or once one announced that it failed (then step_ is Failed).
 bool DeviceHierarchical::peers_reached(std::atomic<uint64_t> ControlSlot::*word)
 {
-    const auto &members = team_->members();
-    for (; size_t(peer_index_) < members.size(); ++peer_index_, ++position_) {
-        const int peer = members[size_t(peer_index_)];
-        if (peer == setup_.rank) continue;
-        const uint64_t v = (team_->slot(peer).*word).load(std::memory_order_acquire);
-        if (v == (seq_ | kFail)) {
-            const char *what = step_ == Step::Posted    ? " failed before posting its buffers"
-                               : step_ == Step::Reduced ? " failed before its slices were back"
-                                                        : " failed in its allgather";
-            fail(step_ == Step::Posted ? Stage::NodeRs : Stage::NodeAg, team_->describe(peer) + what + " (node peer)");
-            return false;
-        }
-        if ((v & ~kFail) < seq_) return false;
-    }
-    return true;
+    const StageScan scan =
+        scan_stage_words(*team_, team_->members(), setup_.rank, word, seq_, &peer_index_, &position_);
+    if (scan != StageScan::PeerFailed) return scan == StageScan::Reached;
+    const char *what = step_ == Step::Posted    ? " failed before posting its buffers"
+                       : step_ == Step::Reduced ? " failed before its slices were back"
+                                                : " failed in its allgather";
+    fail(step_ == Step::Posted ? Stage::NodeRs : Stage::NodeAg,
+         team_->describe(team_->members()[size_t(peer_index_)]) + what + " (node peer)");
+    return false;
 }
 
 // Every rank of the node sees the same votes: the whole node stages this call.
