@@ -4,6 +4,7 @@
 // running either interoperate).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <random>
 
