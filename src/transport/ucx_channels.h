@@ -77,8 +77,6 @@ private:
     // completes, src (null: our own words) counted busy until then.
     bool track(ucs_status_ptr_t request, const char *what, const void *src, size_t bytes, int peer);
     void reap();
-    // Whether UCX has failed the link's endpoint (error_ then says so).
-    bool endpoint_failed(const Link &l);
 
     UcxContext &context_;
     std::unique_ptr<RegisteredRegion> region_;

@@ -36,11 +36,10 @@ std::vector<std::pair<std::string, std::string>> ucx_ib_config(const UcxIbSettin
 }
 
 Status UcxContext::create(const std::string &tls, const std::string &net_devices, const UcxIbSettings &ib,
-                          std::unique_ptr<UcxContext> *out, bool thread_safe, bool peer_errors)
+                          std::unique_ptr<UcxContext> *out, bool thread_safe)
 {
     std::unique_ptr<UcxContext> context(new UcxContext());
     context->thread_safe_ = thread_safe;
-    context->peer_errors_ = peer_errors;
     const Status started = context->start(tls, net_devices, ib);
     if (started.is_ok()) *out = std::move(context);
     return started;
@@ -75,13 +74,6 @@ Status UcxContext::start(const std::string &tls, const std::string &net_devices,
     for (const char *key : {"TX_SEG_SIZE", "RX_SEG_SIZE"})
         if (!std::getenv((std::string("UCX_TCP_") + key).c_str()))
             (void)ucp_config_modify(config, uct_table_key("TCP_", key, ucx_major, ucx_minor).c_str(), "256k");
-    // Peer error handling (UcxEndpoint) admits only transports that say they survive a
-    // peer's failure; UCX's shared-memory ones say so only when asked, or every active
-    // message between two processes of a host goes over tcp on the loopback (8 B: about
-    // 40-80 us against 1 us). They cannot detect a dead peer, and need not: our timeout
-    // does. The same key on UCX 1.13 and 1.18; the user's UCX_MM_ERROR_HANDLING wins.
-    if (peer_errors_ && !std::getenv("UCX_MM_ERROR_HANDLING"))
-        (void)ucp_config_modify(config, "MM_ERROR_HANDLING", "y");
     // A thread-safe worker locks each call with a spinlock by default: with more threads
     // than cores, a holder preempted mid-call stalls every spinner for its time slice
     // (3 threads x 30 calls over tcp: 5.5 s spinning, 1.0 s with a mutex). The user's
@@ -186,14 +178,18 @@ Status UcxContext::endpoint(const std::string &address, std::shared_ptr<UcxEndpo
 {
     std::lock_guard<std::mutex> hold(endpoints_lock_);
     auto it = endpoints_.find(address);
-    if (it != endpoints_.end() && it->second->failure() == UCS_OK) {
+    if (it != endpoints_.end()) {
         *out = it->second;
         return Status::ok();
     }
-    auto shared = std::make_shared<UcxEndpoint>(*this);
-    const Status opened = shared->open(address, peer_errors_);
-    if (!opened.is_ok()) return opened;
-    endpoints_[address] = shared;  // a failed one goes with the last channel holding it
+    ucp_ep_params_t params{};
+    params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
+    params.address = reinterpret_cast<const ucp_address_t *>(address.data());
+    ucp_ep_h ep = nullptr;
+    const ucs_status_t st = ucp_ep_create(worker_, &params, &ep);
+    if (st != UCS_OK) return ucx_error("ucp_ep_create", st);
+    auto shared = std::make_shared<UcxEndpoint>(*this, ep);
+    endpoints_[address] = shared;
     *out = std::move(shared);
     return Status::ok();
 }
@@ -219,22 +215,8 @@ ucs_status_t UcxContext::wait(ucs_status_ptr_t request, double timeout_s)
     return st;
 }
 
-Status UcxEndpoint::open(const std::string &address, bool peer_errors)
+UcxEndpoint::UcxEndpoint(UcxContext &context, ucp_ep_h ep) : context_(context), ep_(ep)
 {
-    ucp_ep_params_t params{};
-    params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
-    params.address = reinterpret_cast<const ucp_address_t *>(address.data());
-    if (peer_errors) {
-        params.field_mask |= UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE | UCP_EP_PARAM_FIELD_ERR_HANDLER;
-        params.err_mode = UCP_ERR_HANDLING_MODE_PEER;
-        params.err_handler.cb = &UcxEndpoint::on_error;
-        params.err_handler.arg = this;
-    }
-    const ucs_status_t st = ucp_ep_create(context_.worker(), &params, &ep_);
-    if (st != UCS_OK) {
-        ep_ = nullptr;
-        return ucx_error("ucp_ep_create", st);
-    }
     char *text = nullptr;
     size_t size = 0;
     if (FILE *stream = open_memstream(&text, &size)) {
@@ -243,15 +225,6 @@ Status UcxEndpoint::open(const std::string &address, bool peer_errors)
         rma_emulated_ = rma_emulated_in(std::string(text, size));
         std::free(text);
     }
-    return Status::ok();
-}
-
-void UcxEndpoint::on_error(void *arg, ucp_ep_h, ucs_status_t status)
-{
-    // Runs inside the worker's progress: only note it. Requests on the endpoint complete
-    // with an error of their own; the channels fail the call with it.
-    static_cast<UcxEndpoint *>(arg)->failure_.store(status == UCS_OK ? UCS_ERR_CONNECTION_RESET : status,
-                                                    std::memory_order_release);
 }
 
 bool rma_emulated_in(const std::string &info)
@@ -278,7 +251,6 @@ bool rma_emulated_in(const std::string &info)
 
 UcxEndpoint::~UcxEndpoint()
 {
-    if (!ep_) return;
     // Endpoints live until the context goes (MPI_Finalize), after every put has
     // completed: close locally (FORCE) instead of a flush handshake that would wait
     // on peers that may already have torn down their side.

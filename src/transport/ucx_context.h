@@ -74,11 +74,8 @@ public:
     // Starts a context and its worker, or says why not (UCX's reason).
     // tls: UCX_TLS for our context ("" = UCX's); net_devices: UCX_NET_DEVICES ("" = UCX's);
     // thread_safe: several threads call into it at once.
-    // peer_errors: endpoints in peer error-handling mode (UcxEndpoint). Off by default: it
-    // costs UCX's zero-copy CMA lane (1 MiB between two processes of a host took 2-4x as
-    // long under UCX 1.13), which needs memory invalidation in that mode.
     static Status create(const std::string &tls, const std::string &net_devices, const UcxIbSettings &ib,
-                         std::unique_ptr<UcxContext> *out, bool thread_safe = false, bool peer_errors = false);
+                         std::unique_ptr<UcxContext> *out, bool thread_safe = false);
     ~UcxContext();
 
     ucp_context_h context() const { return context_; }
@@ -88,8 +85,7 @@ public:
     // Returns events processed; cheap when there is nothing to do.
     unsigned progress() { return ucp_worker_progress(worker_); }
 
-    // The endpoint to the worker at `address`, created on first use, and again once the
-    // one before has failed (channels holding the failed one keep failing).
+    // The endpoint to the worker at `address`, created on first use.
     Status endpoint(const std::string &address, std::shared_ptr<UcxEndpoint> *out);
 
     // Ids for channels: unique for the life of the process.
@@ -99,7 +95,6 @@ public:
     void add_sink(uint64_t target, AmSink *sink);
     void remove_sink(uint64_t target);
     bool thread_safe() const { return thread_safe_; }
-    bool peer_errors() const { return peer_errors_; }
     static constexpr unsigned kAmId = 0x67;  // our own context: no other user of AM ids
 
     // Completes a request with progress, at most timeout_s; frees it. Returns its status
@@ -110,7 +105,6 @@ private:
     UcxContext() = default;
     Status start(const std::string &tls, const std::string &net_devices, const UcxIbSettings &ib);
     bool thread_safe_ = false;
-    bool peer_errors_ = false;
     static ucs_status_t on_am(void *arg, const void *header, size_t header_length, void *data, size_t length,
                               const ucp_am_recv_param_t *param);
 
@@ -124,31 +118,19 @@ private:
     std::atomic<uint64_t> last_channel_id_{0};
 };
 
-// An endpoint. In UCX's default error-handling mode a transfer that fails (a peer gone,
-// or a put into memory the peer has released: CMA's process_vm_writev fails with EFAULT)
-// aborts the process inside UCX; in peer mode it fails the endpoint instead, an error
-// status the channels turn into the call's error, naming the peer.
 class UcxEndpoint : private NonCopyable {
 public:
-    explicit UcxEndpoint(UcxContext &context) : context_(context) {}
+    UcxEndpoint(UcxContext &context, ucp_ep_h ep);
     ~UcxEndpoint();
-    // Connects to the worker at `address`; once.
-    Status open(const std::string &address, bool peer_errors);
     ucp_ep_h get() const { return ep_; }
     // Whether UCX has no transport doing RMA in hardware or shared memory toward this
     // peer (only tcp): then a put is a message plus an acknowledgement anyway.
     bool rma_emulated() const { return rma_emulated_; }
-    // UCS_OK until UCX reports the endpoint failed; then why (every later operation on it
-    // fails too).
-    ucs_status_t failure() const { return failure_.load(std::memory_order_acquire); }
 
 private:
-    static void on_error(void *arg, ucp_ep_h ep, ucs_status_t status);
-
     UcxContext &context_;
-    ucp_ep_h ep_ = nullptr;
+    ucp_ep_h ep_;
     bool rma_emulated_ = false;
-    std::atomic<ucs_status_t> failure_{UCS_OK};
 };
 
 // From ucp_ep_print_info's text (UCX 1.13 has no query for an endpoint's transports):
