@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <thread>
 #include <utility>
 
 #include "algo/host_team.h"
@@ -369,6 +370,7 @@ void gpurdma_comm::conclude_ended()
 int gpurdma_comm::drive_queue(bool reporting)
 {
     int events = 0;
+    yield_wanted_ = false;
     if (reporting && !ended_.empty()) {
         events += static_cast<int>(ended_.size());
         conclude_ended();
@@ -377,8 +379,12 @@ int gpurdma_comm::drive_queue(bool reporting)
         if (!reporting && !ended_.empty() && ended_.back().state != State::Done) return events;
         gpurdma_request &front = *queue_.front();
         Status result;
-        const State st = loop_for(front).step(front, front.clock, &result);
-        if (st == State::Running) return events;
+        const gpurdma::exec::ProgressLoop &loop = loop_for(front);
+        const State st = loop.step(front, front.clock, &result);
+        if (st == State::Running) {
+            yield_wanted_ = events == 0 && loop.should_yield(front.clock);
+            return events;
+        }
         queue_.pop_front();
         ++events;
         if (!reporting) {  // not an MPI thread: the next reporting drive concludes it
@@ -407,11 +413,12 @@ void gpurdma_comm::enqueue(gpurdma_request &r)
     context->activate(this);
 }
 
-int gpurdma_comm::poll(bool report, bool *idle)
+int gpurdma_comm::poll(bool report, bool *idle, bool *yield)
 {
     if (!engine_.try_lock()) return 0;  // another thread drives it (and will again)
     const int events = drive_queue(report);
     *idle = queue_.empty() && ended_.empty();
+    *yield = yield_wanted_;
     engine_.unlock();
     return events;
 }
@@ -513,11 +520,16 @@ int gpurdma_comm::test(gpurdma_request &r)
 {
     if (!r.active.load(std::memory_order_acquire)) return 1;
     gpurdma_context::CallerPolling polling(*context);
+    bool yield = false;
     if (engine_.try_lock()) {
         drive_queue();
+        yield = yield_wanted_;
         engine_.unlock();
     }
-    return r.active.load(std::memory_order_acquire) ? 0 : 1;
+    const int done = r.active.load(std::memory_order_acquire) ? 0 : 1;
+    // MPI_Test in a loop: the peer we wait for may need this core.
+    if (!done && yield) std::this_thread::yield();
+    return done;
 }
 
 int gpurdma_comm::release(gpurdma_request *r)

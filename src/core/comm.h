@@ -51,8 +51,10 @@ struct gpurdma_comm {
     // The context's progress: advances the queue unless another thread is driving this
     // communicator. report: also conclude the calls that ended (their callbacks; an MPI
     // thread); otherwise they wait for the next reporting drive. Returns events (calls
-    // moved or ended); *idle: nothing queued or waiting to be reported.
-    int poll(bool report, bool *idle);
+    // moved or ended); *idle: nothing queued or waiting to be reported; *yield: the
+    // front call is still and its wait policy would give the core away (the caller
+    // yields once it holds no lock).
+    int poll(bool report, bool *idle, bool *yield);
 
     // Begins the request's call when it reaches the front, then advances it (engine held).
     gpurdma::exec::State advance_call(gpurdma_request &request);
@@ -139,6 +141,7 @@ private:
         gpurdma::Status result;
     };
     std::deque<Ended> ended_;  // ended on the progress thread, not yet concluded
+    bool yield_wanted_ = false;  // the last drive left the front call still, past its spin budget (engine held)
     std::set<gpurdma_request *> persistent_;  // the caller's persistent requests, orphaned at the end
     bool declined_ = false;
     bool broken_ = false;

@@ -136,18 +136,38 @@ int gpurdma_context::progress()
 int gpurdma_context::progress_calls(bool report)
 {
     int events = 0;
-    std::lock_guard<std::mutex> hold(active_lock_);
-    for (size_t i = 0; i < active_.size();) {
-        bool idle = false;
-        events += active_[i]->poll(report, &idle);
-        if (idle) {
-            active_[i] = active_.back();
-            active_.pop_back();
-            active_count_.store(active_.size(), std::memory_order_release);
-        } else {
-            ++i;
+    bool yield = false;
+    {
+        // Another thread is going through the active calls: it drives ours too. Waiting
+        // for it would starve this thread, a blocking call's wait polling from inside its
+        // communicator's engine, behind a holder that takes the lock again at once.
+        std::unique_lock<std::mutex> hold(active_lock_, std::try_to_lock);
+        if (!hold.owns_lock()) return 0;
+        {
+            std::lock_guard<std::mutex> arriving(arrivals_lock_);
+            for (gpurdma_comm *comm : arrivals_) {
+                if (std::find(active_.begin(), active_.end(), comm) == active_.end()) active_.push_back(comm);
+                else active_count_.fetch_sub(1, std::memory_order_release);
+            }
+            arrivals_.clear();
+        }
+        for (size_t i = 0; i < active_.size();) {
+            bool idle = false;
+            bool still = false;
+            events += active_[i]->poll(report, &idle, &still);
+            yield = yield || still;
+            if (idle) {
+                active_[i] = active_.back();
+                active_.pop_back();
+                active_count_.fetch_sub(1, std::memory_order_release);
+            } else {
+                ++i;
+            }
         }
     }
+    // An MPI thread in MPI_Wait's progress loop: the peer a still call waits for may
+    // need this core. The progress thread pauses on its own.
+    if (report && events == 0 && yield) std::this_thread::yield();
     return events;
 }
 
@@ -197,9 +217,9 @@ void gpurdma_context::progress_thread_main()
 void gpurdma_context::activate(gpurdma_comm *comm)
 {
     {
-        std::lock_guard<std::mutex> hold(active_lock_);
-        if (std::find(active_.begin(), active_.end(), comm) == active_.end()) active_.push_back(comm);
-        active_count_.store(active_.size());  // seq_cst: before reading waiting_
+        std::lock_guard<std::mutex> hold(arrivals_lock_);
+        arrivals_.push_back(comm);  // the next progress round takes it into active_
+        active_count_.fetch_add(1);  // seq_cst: before reading waiting_
         if (config.progress_thread && !progress_thread_.joinable()) {
             progress_thread_started_.store(true, std::memory_order_relaxed);
             progress_thread_ = std::thread([this] { progress_thread_main(); });
@@ -216,8 +236,14 @@ void gpurdma_context::activate(gpurdma_comm *comm)
 void gpurdma_context::deactivate(gpurdma_comm *comm)
 {
     std::lock_guard<std::mutex> hold(active_lock_);
-    active_.erase(std::remove(active_.begin(), active_.end(), comm), active_.end());
-    active_count_.store(active_.size(), std::memory_order_release);
+    std::lock_guard<std::mutex> arriving(arrivals_lock_);
+    size_t gone = 0;
+    for (auto *list : {&active_, &arrivals_}) {
+        const auto end = std::remove(list->begin(), list->end(), comm);
+        gone += static_cast<size_t>(list->end() - end);
+        list->erase(end, list->end());
+    }
+    active_count_.fetch_sub(gone, std::memory_order_release);
 }
 
 void gpurdma_context::add_total(uint64_t gpurdma_comm_stats_t::*field, uint64_t n)

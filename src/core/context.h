@@ -98,11 +98,15 @@ private:
 
     std::mutex transport_lock_;  // the first set-ups of communicators in two threads
     std::atomic<gpurdma::transport::UcxContext *> ucx_started_{nullptr};  // ucx, once it runs
-    // Lock order: a communicator's engine, then active_lock_; progress holds active_lock_
-    // and only tries engines, so it never waits for one.
+    // Lock order: a communicator's engine, then active_lock_, then arrivals_lock_.
+    // Progress only tries active_lock_ and the engines, so it never waits for either;
+    // activate() takes only arrivals_lock_ (never held across a poll), so a call being
+    // started never waits behind a progress round that another thread repeats.
     std::mutex active_lock_;
     std::vector<gpurdma_comm *> active_;
-    std::atomic<size_t> active_count_{0};
+    std::mutex arrivals_lock_;
+    std::vector<gpurdma_comm *> arrivals_;  // activated since the last progress round
+    std::atomic<size_t> active_count_{0};  // entries of active_ and arrivals_
     // Advances the active communicators; report: also the callbacks of calls that ended.
     int progress_calls(bool report);
 

@@ -69,13 +69,13 @@ State ProgressLoop::step(Task &task, IdleClock &clock, Status *result) const
         *result = timed_out(task);
         return State::Failed;
     }
-    // Nothing moved: give the core away as run() does, at once where this host's ranks
-    // cannot each keep one, else once the wait outlasts the spin budget. The caller
-    // (MPI_Wait's progress loop) would otherwise spin through its time slice while the
-    // peer it waits for sits behind it on the same core.
-    if (clock.still() && (policy_.yield_when_idle || (policy_.spin_us >= 0 && idle_s > policy_.spin_us * 1e-6)))
-        std::this_thread::yield();
     return State::Running;
+}
+
+bool ProgressLoop::should_yield(const IdleClock &clock) const
+{
+    return clock.still() &&
+           (policy_.yield_when_idle || (policy_.spin_us >= 0 && clock.idle() > policy_.spin_us * 1e-6));
 }
 
 Status ProgressLoop::run(Task &task) const

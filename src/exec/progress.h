@@ -46,6 +46,8 @@ public:
     double idle_seconds(uint64_t position);
     // Whether the last idle_seconds() found the position unchanged.
     bool still() const { return started_ && still_polls_ > 0; }
+    // The idle time as last read (idle_seconds reads the clock every 16th still poll).
+    double idle() const { return idle_; }
     static constexpr double kMaxGap = 0.05;
 
 private:
@@ -71,6 +73,11 @@ public:
     // nothing moved for the timeout. Returns Running, Done, Declined or Failed; *result
     // holds what run() would have returned (set for every state but Running).
     State step(Task &task, IdleClock &clock, Status *result) const;
+    // After a step that left the task Running: whether its caller should give the core
+    // away, as run() does (at once where this host's ranks cannot each keep one, else
+    // once the wait outlasts the spin budget). The caller yields once it holds no lock:
+    // a yield under a lock that other threads wait for starves them.
+    bool should_yield(const IdleClock &clock) const;
 
     const WaitPolicy &policy() const { return policy_; }
 
