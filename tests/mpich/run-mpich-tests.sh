@@ -1,0 +1,139 @@
+#!/usr/bin/env bash
+# MPICH tests (make check): libgpurdma_pmpi.so preloaded under mpiexec.mpich into the
+# tests/mpi programs that apply, built against MPICH (tests/mpich/). Each run must pass
+# its own checks AND show (verbose output) that gpurdma handled the calls, or fell back
+# where it must. Also: Fortran (use mpi, use mpi_f08), and the library preloaded into an
+# Open MPI program (the other ABI) must refuse with one line and change nothing.
+# Skips (one SKIP line) when the build has no MPICH (configure found no mpicc.mpich).
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+build=${GPURDMA_BUILDDIR:-$(cd "$here/../.." && pwd)}
+mpiexec=${MPICH_MPIEXEC:-}
+lib=$build/.libs/libgpurdma_pmpi.so
+bin=$build/tests/mpich
+if [ -z "$mpiexec" ] || [ ! -f "$lib" ]; then
+    echo "SKIP mpich-tests: no MPICH in this build (configure --with-mpich; Debian: apt-get install mpich libmpich-dev)"
+    exit 77
+fi
+log_dir=$(mktemp -d "${TMPDIR:-/tmp}/gpurdma-mpich-tests.XXXXXX")
+trap 'rm -rf "$log_dir"' EXIT
+
+passed=0
+failed=0
+names=()
+
+# run NAME EXPECT TIMEOUT ENV... -- MPIEXEC-ARGS...
+#   EXPECT: used      gpurdma set up a communicator and declined nothing (and printed a
+#                     line matching USED_PATTERN if set)
+#           fallback  output shows the fallbacks named in FALLBACK_PATTERNS
+#           off       gpurdma printed nothing
+#           timeout   an error naming the stage (TIMEOUT_STAGE), the peer and its host
+#           none      only the program's own verdict
+run() {
+    local name=$1 expect=$2 limit=$3
+    shift 3
+    local envs=()
+    while [ "$1" != "--" ]; do envs+=("$1"); shift; done
+    shift
+    local out="$log_dir/run.log"
+    local start=$SECONDS
+    env LD_PRELOAD="$lib" GPURDMA_VERBOSE=1 "${envs[@]}" timeout -k 10 "$limit" "$mpiexec" "$@" >"$out" 2>&1
+    local rc=$?
+    local why=""
+    if [ $rc -ne 0 ]; then
+        why="exit code $rc"
+    else
+        case $expect in
+        used)
+            grep -q "pmpi:gpurdma: .*ranks on .*host" "$out" || why="no gpurdma set-up line: gpurdma was not used"
+            grep -q "declined" "$out" && why="gpurdma declined: $(grep -m1 declined "$out")"
+            [ -n "${USED_PATTERN:-}" ] && ! grep -q "$USED_PATTERN" "$out" && why="no line matching '$USED_PATTERN'"
+            ;;
+        fallback)
+            for pat in "${FALLBACK_PATTERNS[@]}"; do
+                grep -q "$pat" "$out" || why="missing fallback line matching '$pat'"
+            done
+            ;;
+        off)
+            grep -q "gpurdma" "$out" && why="gpurdma printed output while off"
+            ;;
+        timeout)
+            grep -q "timed out after .* in ${TIMEOUT_STAGE:-.*}.*waiting for .*rank ${TIMEOUT_PEER:-[0-9]*} on host" "$out" ||
+                why="no timeout message naming the stage (${TIMEOUT_STAGE:-any}), peer ${TIMEOUT_PEER:-} and host"
+            ;;
+        esac
+        grep -q "passed, 0 failed" "$out" || why="${why:-no 'passed, 0 failed' summary}"
+    fi
+    if [ -z "$why" ]; then
+        passed=$((passed + 1))
+        printf 'PASS %-44s %4ds  %s\n' "$name" $((SECONDS - start)) "$(grep -h 'passed,' "$out" | tail -1)"
+    else
+        failed=$((failed + 1))
+        names+=("$name")
+        printf 'FAIL %-44s %4ds  %s\n' "$name" $((SECONDS - start)) "$why"
+        sed 's/^/    | /' "$out" | tail -40
+    fi
+}
+
+# The matrix of types x ops x counts on several communicators (world, dup, split,
+# reversed subset, self), normal and in place; its bitident section checks that every
+# rank gets the same bits. One rank: the core's single-rank path (no set-up line).
+run "allreduce np=1" none 120 -- -n 1 "$bin/allreduce_check" --quick --strict
+run "allreduce np=2" used 240 -- -n 2 "$bin/allreduce_check" --strict
+for np in 3 4 5 8; do
+    run "allreduce np=$np" used 240 -- -n "$np" "$bin/allreduce_check" --quick --strict
+done
+# GPURDMA_* variables reach the core; the launcher's local ranks place processes on nodes.
+USED_PATTERN="MPI_COMM_WORLD .*: 4 ranks on 1 host(s), 2 nodes x 2 ranks" run "allreduce np=4 2x2 logical nodes" used 240 \
+    GPURDMA_LOGICAL_NODES=2 -- -n 4 "$bin/allreduce_check" --quick --strict
+# MPICH's own ops: not strict (4.0.2's MPI_MIN/MPI_MAX on unsigned types are not the
+# standard's, e.g. MPI_MIN of MPI_UNSIGNED_CHAR 111 and 255 gives 255).
+run "allreduce np=2 off (GPURDMA_PRIORITY=0)" off 120 GPURDMA_PRIORITY=0 -- -n 2 "$bin/allreduce_check" --quick
+
+# User ops, derived types, Fortran types and an inter-communicator: PMPI_Allreduce.
+FALLBACK_PATTERNS=("fallback to PMPI_Allreduce (user-defined" "fallback to PMPI_Allreduce (derived")
+run "fallback np=3" fallback 120 GPURDMA_VERBOSE=2 -- -n 3 "$bin/fallback_check" --quick
+run "lifecycle np=4, 200 dup-free cycles" used 240 -- -n 4 "$bin/lifecycle_check" 200
+
+# A peer that stops (SIGSTOP) or arrives late: an MPI error naming stage, peer and host
+# through the communicator's error handler, no hang.
+TIMEOUT_PEER=1 run "stuck peer: SIGSTOP np=3" timeout 120 GPURDMA_TIMEOUT=3 -- -n 3 "$bin/stuck_peer_check" \
+    stop 1 40 65536 3
+TIMEOUT_STAGE="ring reduce-scatter" run "peer missing, ring np=2" timeout 120 GPURDMA_TIMEOUT=2 \
+    GPURDMA_ALGORITHM=ring -- -n 2 "$bin/timeout_check" 2
+
+# Fortran: MPICH's bindings call MPI_Allreduce, so the preloaded library sees them.
+if [ -x "$bin/fortran_mpi_check" ]; then
+    FALLBACK_PATTERNS=("ranks on .*host" "fallback to PMPI_Allreduce (derived or unsupported datatype)")
+    run "Fortran use mpi np=2" fallback 120 GPURDMA_VERBOSE=2 -- -n 2 "$bin/fortran_mpi_check"
+    run "Fortran use mpi_f08 np=2" fallback 120 GPURDMA_VERBOSE=2 -- -n 2 "$bin/fortran_f08_check"
+else
+    echo "SKIP Fortran: no mpif90.mpich"
+fi
+
+# The other ABI: preloaded into an Open MPI program, one line per host, every result
+# still right (Open MPI's own allreduce).
+openmpi_prog=$build/tests/mpi/allreduce_check
+if [ -x "$openmpi_prog" ] && command -v "${MPIRUN:-mpirun}" >/dev/null; then
+    out="$log_dir/abi.log"
+    start=$SECONDS
+    OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 timeout -k 10 120 "${MPIRUN:-mpirun}" --oversubscribe \
+        --bind-to none --mca pml ob1 --mca btl self,vader,tcp --mca op ^avx -x LD_PRELOAD="$lib" -np 2 \
+        "$openmpi_prog" --quick >"$out" 2>&1
+    rc=$?
+    lines=$(grep -c "pmpi:gpurdma" "$out")
+    if [ $rc -eq 0 ] && [ "$lines" = 1 ] && grep -q "built for the MPICH ABI .* runs Open MPI" "$out" &&
+        grep -q "passed, 0 failed" "$out"; then
+        passed=$((passed + 1))
+        printf 'PASS %-44s %4ds  %s\n' "other ABI (Open MPI) refuses np=2" $((SECONDS - start)) "$(grep pmpi:gpurdma "$out")"
+    else
+        failed=$((failed + 1))
+        names+=("other ABI")
+        printf 'FAIL %-44s %4ds  exit code %d, %s gpurdma line(s)\n' "other ABI (Open MPI) refuses np=2" \
+            $((SECONDS - start)) $rc "$lines"
+        sed 's/^/    | /' "$out" | tail -40
+    fi
+fi
+
+echo "mpich-tests: $passed passed, $failed failed${names[*]:+ (${names[*]})}"
+[ "$failed" -eq 0 ]
