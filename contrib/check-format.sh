@@ -16,8 +16,9 @@ if [ "$have" != "$want" ]; then
     exit 77
 fi
 mapfile -t files < <(git ls-files 'src/*.h' 'src/*.cpp' 'src/*.cu' 'mca/*.c' 'mca/*.h' 'include/*.h' \
+    'pmpi/*.c' 'pmpi/*.h' 'mpi-common/*.h' \
     'tests/unit/*.cpp' 'tests/support/*.h' 'tests/support/*.cpp' 'tests/gpu/*.cpp' 'tests/fuzz/*.cpp' 2>/dev/null ||
-    find src mca include tests/unit tests/support tests/gpu tests/fuzz -name '*.[ch]' -o -name '*.cpp' -o -name '*.cu')
+    find src mca include pmpi mpi-common tests/unit tests/support tests/gpu tests/fuzz -name '*.[ch]' -o -name '*.cpp' -o -name '*.cu')
 bad=0
 for f in "${files[@]}"; do
     if ! clang-format --dry-run -Werror "$f" >/dev/null 2>&1; then

@@ -12,6 +12,9 @@ packages=(build-essential autoconf automake libtool pkg-config openmpi-bin libop
 # The tree is formatted with Debian 12's clang-format (14); other releases format
 # differently, so contrib/check-format.sh runs there only.
 if [ "$(. /etc/os-release && echo "$VERSION_ID")" = 12 ]; then packages+=(clang-format); fi
+# MPICH for libgpurdma_pmpi.so and its tests (tests/mpich; Open MPI stays the default
+# mpicc/mpirun). Debian 12 only, to keep CI's time: the Debian 13 root skips that step.
+if [ "$(. /etc/os-release && echo "$VERSION_ID")" = 12 ]; then packages+=(mpich libmpich-dev); fi
 missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

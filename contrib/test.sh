@@ -8,13 +8,14 @@ bash contrib/setup.sh
 echo "== make check"
 cd "$build"
 if ! make -j1 check; then
-    for f in tests/unit/*.log tests/mpi/*.log tests/cluster/*.log tests/gpu/*.log contrib/*.log; do
+    for f in tests/unit/*.log tests/mpi/*.log tests/mpich/*.log tests/cluster/*.log tests/gpu/*.log contrib/*.log; do
         [ -f "$f" ] && tail -60 "$f"
     done
     exit 1
 fi
 # Show the suite's own summaries (automake keeps them in the .log files).
-grep -h -E "^\[  (PASSED|FAILED) |mpi-tests: |fault-tests: |cluster-tests: |^SKIP" tests/unit/*.log tests/mpi/*.log tests/cluster/*.log 2>/dev/null || true
+grep -h -E "^\[  (PASSED|FAILED) |mpi-tests: |mpich-tests: |fault-tests: |cluster-tests: |^SKIP" tests/unit/*.log tests/mpi/*.log \
+    tests/mpich/*.log tests/cluster/*.log 2>/dev/null || true
 cd "$top"
 if [ "${GPURDMA_SKIP_ASAN:-0}" != 1 ]; then
     echo "== ASan + UBSan build, 4-rank runs"
