@@ -90,6 +90,18 @@ USED_PATTERN="MPI_COMM_WORLD .*: 4 ranks on 1 host(s), 2 nodes x 2 ranks" run "a
 # standard's, e.g. MPI_MIN of MPI_UNSIGNED_CHAR 111 and 255 gives 255).
 run "allreduce np=2 off (GPURDMA_PRIORITY=0)" off 120 GPURDMA_PRIORITY=0 -- -n 2 "$bin/allreduce_check" --quick
 
+# Bad values: one warning per process naming the variable, the default, right results.
+USED_PATTERN="GPURDMA_SLOTS=0 is not in 1..64; using 4" run "bad GPURDMA_SLOTS, GPURDMA_TIMEOUT np=2" used 120 \
+    GPURDMA_SLOTS=0 GPURDMA_TIMEOUT=soon -- -n 2 "$bin/allreduce_check" --quick --strict
+grep -q "GPURDMA_TIMEOUT='soon' is not a number" "$log_dir/run.log" || {
+    failed=$((failed + 1))
+    names+=("bad GPURDMA_TIMEOUT")
+    echo "FAIL no warning for GPURDMA_TIMEOUT='soon'"
+}
+# MPI_THREAD_MULTIPLE: threads each on their own communicator, all gpurdma's.
+run "threads np=2, 3 threads" used 120 -- -n 2 "$bin/thread_check" 100 3
+run "threads np=4, 2 threads" used 120 -- -n 4 "$bin/thread_check" 50 2
+
 # User ops, derived types, Fortran types and an inter-communicator: PMPI_Allreduce.
 FALLBACK_PATTERNS=("fallback to PMPI_Allreduce (user-defined" "fallback to PMPI_Allreduce (derived")
 run "fallback np=3" fallback 120 GPURDMA_VERBOSE=2 -- -n 3 "$bin/fallback_check" --quick
