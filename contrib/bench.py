@@ -10,6 +10,7 @@ a PNG (latency and bus bandwidth against size).
   contrib/bench.py --repeat 3                  # each sweep 3 times, configs interleaved; medians
   contrib/bench.py --np 2 --scenarios default,busy,bind-none --osu-defaults
   contrib/bench.py --nonblocking --np 2,4 --cluster 2x2   # MPI_Iallreduce: overlap and pure time
+  contrib/bench.py --np 2,4 --configs mpich,mpich-gpurdma   # MPICH's allreduce vs gpurdma's under MPICH
 
 Every run uses Open MPI's default launch (`mpirun -np N`, its own binding and mapping,
 no pml override), as users run, unless a named scenario says otherwise:
@@ -55,6 +56,15 @@ CONFIGS = {
     "tuned": ["--mca", "coll_gpurdma_priority", "0"],
     "han": ["--mca", "coll_gpurdma_priority", "0", "--mca", "coll_han_priority", "100"],
     "gpurdma": ["--mca", "coll_gpurdma_priority", "100"],
+}
+
+
+# MPICH (built by configure when it finds mpicc.mpich): osu-compat built against MPICH,
+# launched by mpiexec.mpich (Hydra's default launch: no binding), with MPICH's own
+# allreduce or with gpurdma's through libgpurdma_pmpi.so. name: preload gpurdma?
+MPICH_CONFIGS = {
+    "mpich": False,
+    "mpich-gpurdma": True,
 }
 
 
@@ -119,13 +129,25 @@ def launcher(np_, cluster, scenario):
     return ["mpirun"] + (["--oversubscribe"] if np_ > cores() else []) + SCENARIOS[scenario][0]
 
 
+def mpich_command(np_, config):
+    """The launch of an MPICH config: (command prefix, environment, the benchmark binary)."""
+    env = dict(os.environ)
+    if MPICH_CONFIGS[config]:
+        env["LD_PRELOAD"] = os.path.join(BUILD, ".libs", "libgpurdma_pmpi.so")
+    return ["mpiexec.mpich", "-n", str(np_)], env, os.path.join(BUILD, "osu-compat", "osu_allreduce_mpich")
+
+
 def run_osu(binary, np_, config, lo, hi, iters, warmup, dtype, extra_mpirun, timeout, cluster=False,
             memcpy_ref=False, scenario="default"):
     counts = [] if iters is None else ["-i", str(iters), "-x", str(warmup)]
-    cmd = (launcher(np_, cluster, scenario) + ["-np", str(np_)] + CONFIGS[config] + extra_mpirun
-           + [binary, "-m", f"{lo}:{hi}"] + counts + ["-T", dtype, "-f"]
+    if config in MPICH_CONFIGS:
+        prefix, env, binary = mpich_command(np_, config)
+    else:
+        prefix = launcher(np_, cluster, scenario) + ["-np", str(np_)] + CONFIGS[config] + extra_mpirun
+        env = mpi_env()
+    cmd = (prefix + [binary, "-m", f"{lo}:{hi}"] + counts + ["-T", dtype, "-f"]
            + (["--memcpy-ref"] if memcpy_ref else []))
-    out = subprocess.run(cmd, env=mpi_env(), capture_output=True, text=True, timeout=timeout)
+    out = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
     if out.returncode != 0:
         sys.stderr.write(out.stdout + out.stderr)
         raise RuntimeError(f"{' '.join(cmd)} exited {out.returncode}")
@@ -161,7 +183,8 @@ def main():
                          "samples left ratios varying from run to run (default 2000); the cluster's calls "
                          "take milliseconds, so it uses --iters throughout")
     ap.add_argument("--large-iters", type=int, default=10)
-    ap.add_argument("--configs", default="tuned,han,gpurdma")
+    ap.add_argument("--configs", default="tuned,han,gpurdma",
+                    help="of tuned, han, gpurdma (Open MPI) and mpich, mpich-gpurdma (MPICH, default launch)")
     ap.add_argument("--type", default="mpi_float")
     ap.add_argument("--out", default=os.path.join(TOP, "results"))
     ap.add_argument("--mpirun-arg", action="append", default=[],
@@ -181,6 +204,12 @@ def main():
     ap.add_argument("--cluster", default="",
                     help="HOSTSxRANKS, e.g. 2x2: also run on the namespace cluster (contrib/cluster.sh, root)")
     args = ap.parse_args()
+    for config in args.configs.split(","):
+        if config not in CONFIGS and config not in MPICH_CONFIGS:
+            ap.error(f"unknown config {config!r}")
+        if config in MPICH_CONFIGS and (args.cluster or args.nonblocking or args.scenarios != "default"):
+            ap.error("the MPICH configs run the default launch on this host only (no --cluster, "
+                     "--nonblocking or --scenarios)")
     if args.max is None:
         args.max = (16 if args.nonblocking else 64) << 20
     # Runs: (label, ranks, on the cluster?, scenario)
@@ -217,12 +246,14 @@ def bench_all(args, runs):
     real = shutil.which("osu_allreduce")
     if real:
         binaries.append(("osu", real))
-    configs = args.configs.split(",")
+    all_configs = args.configs.split(",")
     os.makedirs(args.out, exist_ok=True)
     results = []  # (bench, label, np, config, size, median latency_us, min, max)
     commands = []
     memcpy = {}  # label -> (bytes, median GB/s), measured by osu-compat's rank 0 in the same run
     for bench, binary in binaries:
+        # The real osu_allreduce on PATH is Open MPI's: MPICH runs take osu-compat's MPICH build.
+        configs = [c for c in all_configs if bench == "osu-compat" or c not in MPICH_CONFIGS]
         for label, np_, on_cluster, scenario in runs:
             samples = {c: {} for c in configs}  # config -> size -> [latency per round]
             copies = []
@@ -267,30 +298,36 @@ def bench_all(args, runs):
             w.writerow([bench, label, np_, config, size, f"{lat:.2f}", f"{busbw:.3f}", f"{lo:.2f}", f"{hi:.2f}",
                         max(1, args.repeat)])
 
+    configs = all_configs
+    # Ratios against gpurdma under the same MPI: Open MPI's, else MPICH's.
+    base = "gpurdma" if "gpurdma" in configs else "mpich-gpurdma" if "mpich-gpurdma" in configs else None
     table = {}
     for bench, label, np_, config, size, lat, _, _ in results:
         table.setdefault((bench, label, np_), {}).setdefault(size, {})[config] = lat
     for (bench, label, np_), sizes in table.items():
         rounds = f", median of {args.repeat} rounds" if args.repeat > 1 else ""
-        print(f"\n# {bench} allreduce, {args.type}, {label}: average latency (us){rounds}; ratio = other / gpurdma"
-              " (>1: gpurdma faster)")
-        head = f"{'bytes':>10}" + "".join(f"{c:>12}" for c in configs)
-        others = [c for c in configs if c != "gpurdma"]
-        if "gpurdma" in configs:
-            head += "".join(f"{c + '/gpurdma':>16}" for c in others)
+        print(f"\n# {bench} allreduce, {args.type}, {label}: average latency (us){rounds}; ratio = other / {base}"
+              f" (>1: {base} faster)")
+        shown = [c for c in configs if any(c in row for row in sizes.values())]
+        width = {c: max(12, len(c) + 2) for c in shown}
+        others = [c for c in shown if c != base]
+        ratio_width = {c: max(16, len(c) + len(str(base)) + 3) for c in others}
+        head = f"{'bytes':>10}" + "".join(f"{c:>{width[c]}}" for c in shown)
+        if base in shown:
+            head += "".join(f"{c + '/' + base:>{ratio_width[c]}}" for c in others)
         print(head)
         for size in sorted(sizes):
             row = sizes[size]
-            line = f"{size:>10}" + "".join(f"{row.get(c, float('nan')):>12.2f}" for c in configs)
-            if "gpurdma" in configs and row.get("gpurdma"):
-                line += "".join(f"{row.get(c, float('nan')) / row['gpurdma']:>16.2f}" for c in others)
+            line = f"{size:>10}" + "".join(f"{row.get(c, float('nan')):>{width[c]}.2f}" for c in shown)
+            if base in shown and row.get(base):
+                line += "".join(f"{row.get(c, float('nan')) / row[base]:>{ratio_width[c]}.2f}" for c in others)
             print(line)
-        if label in memcpy and "gpurdma" in configs:
+        if label in memcpy and base in shown:
             mbytes, gbps = memcpy[label]
             at = 16 << 20
-            if at in sizes and sizes[at].get("gpurdma"):
-                busbw = at * 2 * (np_ - 1) / np_ / (sizes[at]["gpurdma"] * 1e-6) / 1e9
-                print(f"# gpurdma bus bandwidth at 16 MiB: {busbw:.2f} GB/s; memcpy ({mbytes} bytes, rank 0, "
+            if at in sizes and sizes[at].get(base):
+                busbw = at * 2 * (np_ - 1) / np_ / (sizes[at][base] * 1e-6) / 1e9
+                print(f"# {base} bus bandwidth at 16 MiB: {busbw:.2f} GB/s; memcpy ({mbytes} bytes, rank 0, "
                       f"same run{', median' if args.repeat > 1 else ''}): {gbps:.2f} GB/s; ratio {busbw / gbps:.2f}")
     print(f"\nCSV: {csv_path}")
     with open(os.path.join(args.out, "commands.txt"), "w") as f:
@@ -379,6 +416,8 @@ def bench_nonblocking(args, runs):
     samples = {}  # (bench, label, np) -> size -> config -> [row per round]
     commands = []
     for bench, binary in binaries:
+        # The real osu_allreduce on PATH is Open MPI's: MPICH runs take osu-compat's MPICH build.
+        configs = [c for c in all_configs if bench == "osu-compat" or c not in MPICH_CONFIGS]
         for label, np_, on_cluster, scenario in runs:
             key = (bench, label, np_)
             launch = launcher(np_, on_cluster, scenario) + ["-np", str(np_)]
