@@ -1,7 +1,7 @@
 /*
  * MPI handles -> the core's element types and ops, shared by both front ends: the
  * Open MPI component (mca/coll/gpurdma) and the MPICH-ABI interposer (pmpi/). Each
- * compiles it against its own <mpi.h> (include that first), so one list decides, for
+ * compiles it against its own <mpi.h>, so one list decides, for
  * every MPI, which calls the core takes: only predefined handles map; derived types,
  * user ops and types not listed here go to the other implementation.
  */
@@ -9,6 +9,7 @@
 #define GPURDMA_MPI_COMMON_MPI_HANDLES_H
 
 #include <limits.h>
+#include <mpi.h>
 #include <stdbool.h>
 #include <stddef.h>
 

@@ -4,7 +4,7 @@
  * when a buffer is in GPU memory: the MPI may not be CUDA-aware). The same decisions as
  * mca/coll/gpurdma's allreduce, taken alike on every rank.
  */
-#include "pmpi/interposer.h" /* <mpi.h> first */
+#include "pmpi/interposer.h"
 
 #include <stdlib.h>
 

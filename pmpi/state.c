@@ -12,7 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "pmpi/interposer.h" /* <mpi.h> first */
+#include "pmpi/interposer.h"
 
 #include "mpi-common/mpi_handles.h"
 
@@ -61,6 +61,9 @@ static int finalize_began(MPI_Comm comm, int keyval, void *value, void *extra)
     (void)comm, (void)keyval, (void)value, (void)extra;
     pthread_mutex_lock(&g.lock);
     g.closing = true;
+    /* No state is made from now on; attributes still set are deleted all the same. */
+    (void)PMPI_Comm_free_keyval(&g.comm_keyval);
+    (void)PMPI_Comm_free_keyval(&g.finalize_keyval);
     pthread_mutex_unlock(&g.lock);
     release_context();
     return MPI_SUCCESS;
