@@ -4,6 +4,9 @@
  * compiles it against its own <mpi.h>, so one list decides, for
  * every MPI, which calls the core takes: only predefined handles map; derived types,
  * user ops and types not listed here go to the other implementation.
+ * The type list is a static of these inline functions, one per translation unit: each
+ * front end includes this from one file only, so that the layout check's verdict and
+ * the mapping see the same list.
  */
 #ifndef GPURDMA_MPI_COMMON_MPI_HANDLES_H
 #define GPURDMA_MPI_COMMON_MPI_HANDLES_H
@@ -26,6 +29,9 @@
 typedef struct {
     MPI_Datatype handle;
     gpurdma_dtype_t dtype;
+    /* A Fortran type: the MPI may lack it (built without Fortran) or give it another
+     * size (default kinds changed at build time); then it is dropped, not fatal. */
+    bool optional;
 } gpurdma_mpi_type_t;
 
 /* The core type with the same size and signedness as C integer type T. */
@@ -35,18 +41,34 @@ typedef struct {
      : sizeof(T) == 4 ? ((is_signed) ? GPURDMA_INT32 : GPURDMA_UINT32) \
                       : ((is_signed) ? GPURDMA_INT64 : GPURDMA_UINT64))
 
+/* How many entries of the list are in use. */
+static inline size_t *gpurdma_mpi_type_count_slot(void)
+{
+    static size_t n;
+    return &n;
+}
+
+/* After the layout check: the first `count` entries are the ones kept. */
+static inline void gpurdma_mpi_set_type_count(size_t count)
+{
+    *gpurdma_mpi_type_count_slot() = count;
+}
+
 /* The predefined types the core takes; *count set to their number. Built at first use
  * (Open MPI's handles are addresses of its predefined objects). */
 static inline const gpurdma_mpi_type_t *gpurdma_mpi_types(size_t *count)
 {
     static gpurdma_mpi_type_t table[64];
-    static size_t n;
-#define GPURDMA_MPI_ADD(h, t)  \
-    do {                       \
-        table[n].handle = (h); \
-        table[n].dtype = (t);  \
-        n++;                   \
+    size_t n = *gpurdma_mpi_type_count_slot();
+#define GPURDMA_MPI_ADD_AS(h, t, opt) \
+    do {                              \
+        table[n].handle = (h);        \
+        table[n].dtype = (t);         \
+        table[n].optional = (opt);    \
+        n++;                          \
     } while (0)
+#define GPURDMA_MPI_ADD(h, t) GPURDMA_MPI_ADD_AS(h, t, false)
+#define GPURDMA_MPI_ADD_FORTRAN(h, t) GPURDMA_MPI_ADD_AS(h, t, true)
     if (0 == n) {
         GPURDMA_MPI_ADD(MPI_CHAR, GPURDMA_MPI_INT_TYPE(char, CHAR_MIN < 0));
         GPURDMA_MPI_ADD(MPI_SIGNED_CHAR, GPURDMA_INT8);
@@ -86,14 +108,64 @@ static inline const gpurdma_mpi_type_t *gpurdma_mpi_types(size_t *count)
         GPURDMA_MPI_ADD(MPI_2INT, GPURDMA_2INT);
         GPURDMA_MPI_ADD(MPI_SHORT_INT, GPURDMA_SHORT_INT);
         GPURDMA_MPI_ADD(MPI_LONG_DOUBLE_INT, GPURDMA_LONG_DOUBLE_INT);
+        /* Fortran's numeric types at their usual sizes (checked at start, see
+         * gpurdma_mpi_check_layouts); MPI_2INTEGER is laid out as MPI_2INT there. */
+        GPURDMA_MPI_ADD_FORTRAN(MPI_INTEGER, GPURDMA_INT32);
+        GPURDMA_MPI_ADD_FORTRAN(MPI_INTEGER1, GPURDMA_INT8);
+        GPURDMA_MPI_ADD_FORTRAN(MPI_INTEGER2, GPURDMA_INT16);
+        GPURDMA_MPI_ADD_FORTRAN(MPI_INTEGER4, GPURDMA_INT32);
+        GPURDMA_MPI_ADD_FORTRAN(MPI_INTEGER8, GPURDMA_INT64);
+        GPURDMA_MPI_ADD_FORTRAN(MPI_REAL, GPURDMA_FLOAT);
+        GPURDMA_MPI_ADD_FORTRAN(MPI_REAL4, GPURDMA_FLOAT);
+        GPURDMA_MPI_ADD_FORTRAN(MPI_REAL8, GPURDMA_DOUBLE);
+        GPURDMA_MPI_ADD_FORTRAN(MPI_DOUBLE_PRECISION, GPURDMA_DOUBLE);
+        GPURDMA_MPI_ADD_FORTRAN(MPI_COMPLEX, GPURDMA_FLOAT_COMPLEX);
+        GPURDMA_MPI_ADD_FORTRAN(MPI_COMPLEX8, GPURDMA_FLOAT_COMPLEX);
+        GPURDMA_MPI_ADD_FORTRAN(MPI_COMPLEX16, GPURDMA_DOUBLE_COMPLEX);
+        GPURDMA_MPI_ADD_FORTRAN(MPI_DOUBLE_COMPLEX, GPURDMA_DOUBLE_COMPLEX);
+        GPURDMA_MPI_ADD_FORTRAN(MPI_2INTEGER, GPURDMA_2INT);
 #if defined(MPIX_C_FLOAT16)
         /* IEEE binary16 (the same handle as MPIX_SHORT_FLOAT in Open MPI 5). */
         GPURDMA_MPI_ADD(MPIX_C_FLOAT16, GPURDMA_FLOAT16);
 #endif
+        *gpurdma_mpi_type_count_slot() = n;
     }
+#undef GPURDMA_MPI_ADD_FORTRAN
 #undef GPURDMA_MPI_ADD
+#undef GPURDMA_MPI_ADD_AS
     *count = n;
     return table;
+}
+
+/* How an MPI reports a predefined type's lower bound and extent (each front end asks
+ * its own way: inside MPI_Init, or through PMPI). */
+typedef bool (*gpurdma_mpi_extent_fn)(MPI_Datatype handle, ptrdiff_t *lb, ptrdiff_t *extent);
+
+/* Checks every listed type's layout against the core's, once (before any call maps a
+ * type). A C type that differs means the core cannot serve this MPI: false, with the
+ * entry in *bad and its extent in *bad_extent. A Fortran type that is missing or of
+ * another size is dropped from the list: its calls go to the other implementation. */
+static inline bool gpurdma_mpi_check_layouts(gpurdma_mpi_extent_fn extent_of, gpurdma_mpi_type_t *bad,
+                                             ptrdiff_t *bad_extent)
+{
+    size_t n;
+    gpurdma_mpi_type_t *table = (gpurdma_mpi_type_t *)gpurdma_mpi_types(&n);
+    size_t kept = 0;
+    for (size_t i = 0; i < n; ++i) {
+        ptrdiff_t lb = 0, extent = 0;
+        const bool present = MPI_DATATYPE_NULL != table[i].handle;
+        const bool fits = present && extent_of(table[i].handle, &lb, &extent) && 0 == lb &&
+                          (size_t)extent == gpurdma_dtype_size(table[i].dtype);
+        if (fits) {
+            table[kept++] = table[i];
+        } else if (!table[i].optional) {
+            *bad = table[i];
+            *bad_extent = extent;
+            return false;
+        }
+    }
+    gpurdma_mpi_set_type_count(kept);
+    return true;
 }
 
 /* MPI datatype handle -> core type; false for anything the core does not take. */

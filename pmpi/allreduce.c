@@ -15,6 +15,25 @@ _Static_assert(sizeof(MPI_Comm) == sizeof(int) && sizeof(MPI_Datatype) == sizeof
                "libgpurdma_pmpi is for MPICH-ABI MPIs, whose handles are ints");
 _Static_assert(sizeof(MPI_Count) == sizeof(int64_t), "MPI_Count is not 64-bit");
 
+static bool extent_of(MPI_Datatype handle, ptrdiff_t *lb, ptrdiff_t *extent)
+{
+    MPI_Aint l = 0, e = 0;
+    if (MPI_SUCCESS != PMPI_Type_get_extent(handle, &l, &e)) return false;
+    *lb = (ptrdiff_t)l;
+    *extent = (ptrdiff_t)e;
+    return true;
+}
+
+bool pmpi_layouts_match(void)
+{
+    gpurdma_mpi_type_t bad;
+    ptrdiff_t extent = 0;
+    if (gpurdma_mpi_check_layouts(extent_of, &bad, &extent)) return true;
+    pmpi_output(0, "an MPI datatype has extent %ld, the core expects %zu for %s; gpurdma disabled", (long)extent,
+                gpurdma_dtype_size(bad.dtype), gpurdma_dtype_name(bad.dtype));
+    return false;
+}
+
 static int previous(const void *sbuf, void *rbuf, MPI_Count count, MPI_Datatype dtype, MPI_Op op, MPI_Comm comm,
                     bool large_count)
 {

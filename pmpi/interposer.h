@@ -32,6 +32,9 @@ PMPI_HIDDEN pmpi_comm_t *pmpi_comm_state(MPI_Comm comm);
 
 /* Whether GPU buffers are recognised (GPURDMA_CUDA); valid once a state was asked for. */
 PMPI_HIDDEN bool pmpi_cuda_enabled(void);
+/* Whether the predefined types have the layouts the core assumes (Fortran types that
+ * do not are dropped); once, before the first call is mapped (pmpi/allreduce.c). */
+PMPI_HIDDEN bool pmpi_layouts_match(void);
 
 /* ---- parameters from the environment (params.c) ---- */
 /* GPURDMA_PRIORITY: 0 turns the library off (every call goes to PMPI_Allreduce). */

@@ -14,8 +14,6 @@
 
 #include "pmpi/interposer.h"
 
-#include "mpi-common/mpi_handles.h"
-
 static struct {
     pthread_mutex_t lock; /* creation and release of the context; never on a call's path */
     gpurdma_context_t *context;
@@ -96,24 +94,6 @@ static void validated_config(gpurdma_config_t *c)
     g.cuda = c->cuda;
 }
 
-/* Whether every predefined type the core takes has the layout it assumes (checked once,
- * as the component does). */
-static bool layouts_match(void)
-{
-    size_t n;
-    const gpurdma_mpi_type_t *types = gpurdma_mpi_types(&n);
-    for (size_t i = 0; i < n; ++i) {
-        MPI_Aint lb = 0, extent = 0;
-        if (MPI_SUCCESS != PMPI_Type_get_extent(types[i].handle, &lb, &extent) || lb != 0 ||
-            (size_t)extent != gpurdma_dtype_size(types[i].dtype)) {
-            pmpi_output(0, "MPI datatype %zu has extent %ld, the core expects %zu for %s; gpurdma disabled", i,
-                        (long)extent, gpurdma_dtype_size(types[i].dtype), gpurdma_dtype_name(types[i].dtype));
-            return false;
-        }
-    }
-    return true;
-}
-
 static bool ensure_context(void)
 {
     if (__atomic_load_n(&g.context, __ATOMIC_ACQUIRE)) return true;
@@ -134,7 +114,7 @@ static bool ensure_context(void)
         pmpi_set_verbose(c.verbose);
         gpurdma_context_t *context = NULL;
         gpurdma_status_t st = GPURDMA_ERR_INVALID;
-        if (layouts_match() &&
+        if (pmpi_layouts_match() &&
             MPI_SUCCESS == PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, comm_deleted, &g.comm_keyval, NULL) &&
             MPI_SUCCESS == PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, finalize_began, &g.finalize_keyval, NULL) &&
             MPI_SUCCESS == PMPI_Comm_set_attr(MPI_COMM_SELF, g.finalize_keyval, NULL))

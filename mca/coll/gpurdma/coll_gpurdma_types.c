@@ -20,26 +20,21 @@ bool mca_coll_gpurdma_map_op(struct ompi_op_t *op, gpurdma_op_t *out)
     return gpurdma_mpi_map_op(op, out);
 }
 
+/* Internal call: this runs inside MPI_Init, before MPI_Type_get_extent may be used. */
+static bool extent_of(MPI_Datatype handle, ptrdiff_t *lb, ptrdiff_t *extent)
+{
+    return OMPI_SUCCESS == ompi_datatype_get_extent(handle, lb, extent);
+}
+
 bool mca_coll_gpurdma_check_layouts(void)
 {
     static int checked = 0; /* 0 not yet, 1 good, -1 bad */
     if (checked) return checked > 0;
-    size_t type_count;
-    const gpurdma_mpi_type_t *type_table = gpurdma_mpi_types(&type_count);
-    checked = 1;
-    for (size_t i = 0; i < type_count; ++i) {
-        /* Internal call: this runs inside MPI_Init, before MPI_Type_get_extent may be used. */
-        ptrdiff_t lb = 0, extent = 0;
-        if (OMPI_SUCCESS != ompi_datatype_get_extent(type_table[i].handle, &lb, &extent) || lb != 0 ||
-            (size_t)extent != gpurdma_dtype_size(type_table[i].dtype)) {
-            mca_coll_gpurdma_output(0,
-                                    "MPI datatype %zu has extent %ld, the core expects %zu for %s; "
-                                    "gpurdma disabled",
-                                    i, (long)extent, gpurdma_dtype_size(type_table[i].dtype),
-                                    gpurdma_dtype_name(type_table[i].dtype));
-            checked = -1;
-            break;
-        }
-    }
+    gpurdma_mpi_type_t bad;
+    ptrdiff_t extent = 0;
+    checked = gpurdma_mpi_check_layouts(extent_of, &bad, &extent) ? 1 : -1;
+    if (checked < 0)
+        mca_coll_gpurdma_output(0, "an MPI datatype has extent %ld, the core expects %zu for %s; gpurdma disabled",
+                                (long)extent, gpurdma_dtype_size(bad.dtype), gpurdma_dtype_name(bad.dtype));
     return checked > 0;
 }
