@@ -13,9 +13,9 @@
  *     (MPI-3.1 5.9.2; derived types with predefined ops are an MPI_Accumulate
  *     feature), and Open MPI rejects MPI_SUM on them with MPI_ERR_OP, so these
  *     use user-defined sum/max ops that read the layout from the datatype.
- *   - predefined ops on predefined types a component may not map: the Fortran
- *     MPI_INTEGER (MPI_SUM) and MPI_DOUBLE_PRECISION (MPI_MAX), where the
- *     library has them
+ *   - predefined ops on predefined types a component may not map:
+ *     MPI_CXX_DOUBLE_COMPLEX (MPI_SUM), and the Fortran MPI_INTEGER (MPI_SUM) and
+ *     MPI_DOUBLE_PRECISION (MPI_MAX), where the library has them
  *   - an inter-communicator (two halves of MPI_COMM_WORLD): each group gets the
  *     reduction of the OTHER group's data, in that group's rank order; all the
  *     cases above run there, plus predefined ops (MPI_INT MPI_SUM, MPI_DOUBLE
@@ -244,9 +244,17 @@ static void create_cases(void)
 
     /*
      * Predefined ops reach a collective component with a datatype it may not map
-     * only through predefined types it does not know: here the Fortran ones, which
-     * C code may use (Fortran INTEGER has no defined overflow: small inputs).
+     * only through predefined types it does not know: here MPI_CXX_DOUBLE_COMPLEX
+     * (gpurdma maps C's complex types, not C++'s), whose sum is the sum of its two
+     * doubles. Then the Fortran ones, which C code may use and gpurdma maps where
+     * they have the C sizes (Fortran INTEGER has no defined overflow: small inputs).
      */
+    static const size_t complex_parts[] = { 0, sizeof(double) };
+    if (usable(MPI_CXX_DOUBLE_COMPLEX, 2 * sizeof(double), MPI_SUM))
+        add_case("MPI_CXX_DOUBLE_COMPLEX, MPI_SUM", MPI_CXX_DOUBLE_COMPLEX, MPI_SUM, K_SUM,
+                 true, 2, complex_parts);
+    else if (g_world_rank == 0)
+        printf("note: MPI_CXX_DOUBLE_COMPLEX is not usable here: case skipped\n");
     if (usable(MPI_INTEGER, sizeof(int), MPI_SUM)) {
         add_case("MPI_INTEGER (Fortran), MPI_SUM", MPI_INTEGER, MPI_SUM, K_SUM, false, 1, one);
         cases[ncases - 1].no_overflow = true;

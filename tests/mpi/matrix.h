@@ -587,6 +587,7 @@ typedef struct dtype_info {
 #define T_BITWISE 2u /* no padding bytes: equal bytes imply equal values (fast compare) */
 #define T_REP 4u     /* representative of its size and kind: also run on every
                       * communicator and at counts above 4097 */
+#define T_FORTRAN 8u /* a Fortran type, tested where the MPI has it at this C type's size */
 
 #define T_ENTRY(mpi, tag, ctype, ops, flags) \
     { #mpi, mpi, sizeof(ctype), ops, flags, 0, gen_##tag, fold_##tag, same_##tag, show_##tag }
@@ -640,6 +641,15 @@ static void init_types(void)
         T_ENTRY(MPI_2INT, 2int, pair_2int, OPS_LOC, T_BITWISE | T_REP),
         T_ENTRY(MPI_SHORT_INT, short_int, pair_short_int, OPS_LOC, 0),
         T_ENTRY(MPI_LONG_DOUBLE_INT, ldouble_int, pair_ldouble_int, OPS_LOC, T_REP),
+        /* Fortran's numeric types, as C programs may name them (the standard's op
+         * groups: Fortran integer, floating point, complex). */
+        T_ENTRY(MPI_INTEGER, int, int, OPS_MULTI, T_FORTRAN | T_BITWISE),
+        T_ENTRY(MPI_INTEGER8, int64, int64_t, OPS_MULTI, T_FORTRAN | T_BITWISE),
+        T_ENTRY(MPI_REAL, float, float, OPS_ARITH, T_FORTRAN | T_BITWISE),
+        T_ENTRY(MPI_DOUBLE_PRECISION, double, double, OPS_ARITH, T_FORTRAN | T_BITWISE),
+        T_ENTRY(MPI_DOUBLE_COMPLEX, cdouble, double _Complex, OPS_COMPLEX,
+                T_FORTRAN | T_BITWISE),
+        T_ENTRY(MPI_2INTEGER, 2int, pair_2int, OPS_LOC, T_FORTRAN | T_BITWISE),
     };
     ntypes = 0;
     for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
@@ -648,6 +658,15 @@ static void init_types(void)
         bool dup = false;
         for (int j = 0; j < ntypes; j++)
             dup |= types[j].dt == table[i].dt;
+        if (table[i].flags & T_FORTRAN) {
+            /* An MPI built without Fortran, or with other default kinds: not
+             * testable as this C type. */
+            int size = 0;
+            if (table[i].dt == MPI_DATATYPE_NULL ||
+                MPI_Type_size(table[i].dt, &size) != MPI_SUCCESS ||
+                (size_t)size != table[i].size)
+                continue;
+        }
         if (!dup)
             types[ntypes++] = table[i];
     }

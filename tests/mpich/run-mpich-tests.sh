@@ -53,6 +53,9 @@ run() {
             for pat in "${FALLBACK_PATTERNS[@]}"; do
                 grep -q "$pat" "$out" || why="missing fallback line matching '$pat'"
             done
+            n=$(grep -c "fallback to PMPI_Allreduce" "$out")
+            [ -n "${FALLBACK_COUNT:-}" ] && [ "$n" != "$FALLBACK_COUNT" ] &&
+                why="$n fallback lines, expected $FALLBACK_COUNT"
             ;;
         off)
             grep -q "gpurdma" "$out" && why="gpurdma printed output while off"
@@ -102,7 +105,7 @@ grep -q "GPURDMA_TIMEOUT='soon' is not a number" "$log_dir/run.log" || {
 run "threads np=2, 3 threads" used 120 -- -n 2 "$bin/thread_check" 100 3
 run "threads np=4, 2 threads" used 120 -- -n 4 "$bin/thread_check" 50 2
 
-# User ops, derived types, Fortran types and an inter-communicator: PMPI_Allreduce.
+# User ops, derived types and an inter-communicator: PMPI_Allreduce.
 FALLBACK_PATTERNS=("fallback to PMPI_Allreduce (user-defined" "fallback to PMPI_Allreduce (derived")
 run "fallback np=3" fallback 120 GPURDMA_VERBOSE=2 -- -n 3 "$bin/fallback_check" --quick
 run "lifecycle np=4, 200 dup-free cycles" used 240 -- -n 4 "$bin/lifecycle_check" 200
@@ -116,9 +119,10 @@ TIMEOUT_STAGE="ring reduce-scatter" run "peer missing, ring np=2" timeout 120 GP
 
 # Fortran: MPICH's bindings call MPI_Allreduce, so the preloaded library sees them.
 if [ -x "$bin/fortran_mpi_check" ]; then
+    # Fortran's types are gpurdma's: the one fallback per rank is MPI_LOGICAL's.
     FALLBACK_PATTERNS=("ranks on .*host" "fallback to PMPI_Allreduce (derived or unsupported datatype)")
-    run "Fortran use mpi np=2" fallback 120 GPURDMA_VERBOSE=2 -- -n 2 "$bin/fortran_mpi_check"
-    run "Fortran use mpi_f08 np=2" fallback 120 GPURDMA_VERBOSE=2 -- -n 2 "$bin/fortran_f08_check"
+    FALLBACK_COUNT=2 run "Fortran use mpi np=2" fallback 120 GPURDMA_VERBOSE=2 -- -n 2 "$bin/fortran_mpi_check"
+    FALLBACK_COUNT=2 run "Fortran use mpi_f08 np=2" fallback 120 GPURDMA_VERBOSE=2 -- -n 2 "$bin/fortran_f08_check"
 else
     echo "SKIP Fortran: no mpif90.mpich"
 fi
