@@ -51,6 +51,9 @@ run() {
             for pat in "${FALLBACK_PATTERNS[@]}"; do
                 grep -q "$pat" "$out" || why="missing fallback line matching '$pat'"
             done
+            n=$(grep -c "fallback to the previous allreduce" "$out")
+            [ -n "${FALLBACK_COUNT:-}" ] && [ "$n" != "$FALLBACK_COUNT" ] &&
+                why="$n fallback lines, expected $FALLBACK_COUNT"
             ;;
         off)
             grep -q "coll:gpurdma" "$out" && why="gpurdma printed output while off"
@@ -161,6 +164,17 @@ run "allreduce np=4 component off" off 300 -- -np 4 --mca op ^avx "$bin/allreduc
 FALLBACK_PATTERNS=("fallback to the previous allreduce (user-defined" "fallback to the previous allreduce (derived")
 run "fallback np=4" fallback 300 -- -np 4 --mca coll_gpurdma_priority 100 --mca coll_gpurdma_verbose 2 "$bin/fallback_check"
 run "fallback np=3" fallback 300 -- -np 3 --mca coll_gpurdma_priority 100 --mca coll_gpurdma_verbose 2 "$bin/fallback_check"
+# Fortran (Open MPI's mpifort): its bindings reach the component; MPI_INTEGER,
+# MPI_DOUBLE_PRECISION and MPI_REAL are gpurdma's, MPI_LOGICAL the one fallback per rank.
+if [ -x "$bin/fortran_mpi_check" ]; then
+    FALLBACK_PATTERNS=("coll:gpurdma: .*ranks on .*host" "fallback to the previous allreduce (derived or unsupported datatype)")
+    for f in mpi f08; do
+        FALLBACK_COUNT=2 run "Fortran use $f np=2" fallback 120 -- -np 2 --mca coll_gpurdma_priority 100 \
+            --mca coll_gpurdma_verbose 2 "$bin/fortran_${f}_check"
+    done
+else
+    echo "SKIP Fortran: no Open MPI mpifort"
+fi
 
 TIMEOUT_STAGE="node reduce-scatter/allgather (intra-node)"
 run "peer missing: error, no hang np=3" timeout 120 -- -np 3 "${on[@]}" --mca coll_gpurdma_timeout 2 \
