@@ -21,63 +21,12 @@ passed=0
 failed=0
 names=()
 
-# run NAME EXPECT TIMEOUT ENV... -- MPIRUN-ARGS...
-#   EXPECT: "used"     gpurdma set up a communicator and declined nothing (and, if
-#                      USED_PATTERN is set, printed a line matching it)
-#           "fallback" output must show the fallbacks named in FALLBACK_PATTERNS
-#           "off"      gpurdma must not appear
-run() {
-    local name=$1 expect=$2 limit=$3
-    shift 3
-    local envs=()
-    while [ "$1" != "--" ]; do envs+=("$1"); shift; done
-    shift
-    local out="$log_dir/$name.log"
-    local start=$SECONDS
-    env "${envs[@]}" timeout -k 10 "$limit" "$mpirun" "${common[@]}" "$@" >"$out" 2>&1
-    local rc=$?
-    local why=""
-    if [ $rc -ne 0 ]; then
-        why="exit code $rc"
-    else
-        case $expect in
-        used)
-            grep -q "coll:gpurdma: .*ranks on .*host" "$out" || why="no gpurdma set-up line: gpurdma was not used"
-            grep -q "declined" "$out" && why="gpurdma declined: $(grep -m1 declined "$out")"
-            grep -q "UCX  ERROR" "$out" && why="UCX reported an error: $(grep -m1 'UCX  ERROR' "$out")"
-            [ -n "${USED_PATTERN:-}" ] && ! grep -q "$USED_PATTERN" "$out" && why="no line matching '$USED_PATTERN'"
-            ;;
-        fallback)
-            for pat in "${FALLBACK_PATTERNS[@]}"; do
-                grep -q "$pat" "$out" || why="missing fallback line matching '$pat'"
-            done
-            n=$(grep -c "fallback to the previous allreduce" "$out")
-            [ -n "${FALLBACK_COUNT:-}" ] && [ "$n" != "$FALLBACK_COUNT" ] &&
-                why="$n fallback lines, expected $FALLBACK_COUNT"
-            ;;
-        off)
-            grep -q "coll:gpurdma" "$out" && why="gpurdma printed output while off"
-            ;;
-        timeout)
-            grep -q "timed out after .* in ${TIMEOUT_STAGE:-.*}.*waiting for .*rank [0-9]* on host" "$out" ||
-                why="no timeout message naming the stage (${TIMEOUT_STAGE:-any}), peer and host"
-            ;;
-        cannot-start)
-            grep -q "coll:gpurdma: .*declined.*cannot start UCX" "$out" || why="no 'declined ... cannot start UCX' warning"
-            ;;
-        esac
-        grep -q "passed, 0 failed" "$out" || why="${why:-no 'passed, 0 failed' summary}"
-    fi
-    if [ -z "$why" ]; then
-        passed=$((passed + 1))
-        printf 'PASS %-40s %4ds  %s\n' "$name" $((SECONDS - start)) "$(grep -h 'passed,' "$out" | tail -1)"
-    else
-        failed=$((failed + 1))
-        names+=("$name")
-        printf 'FAIL %-40s %4ds  %s\n' "$name" $((SECONDS - start)) "$why"
-        sed 's/^/    | /' "$out" | tail -40
-    fi
-}
+launcher=("$mpirun" "${common[@]}")
+launch_env=()
+tag="coll:gpurdma"
+fallback_text="fallback to the previous allreduce"
+# shellcheck source=../support/run_case.sh
+. "$here/../support/run_case.sh"
 
 # One rank: coll/self takes it (gpurdma declines size-1 communicators quietly).
 run "allreduce np=1" none 120 -- -np 1 "${on[@]}" "$bin/allreduce_check" --strict

@@ -22,61 +22,12 @@ passed=0
 failed=0
 names=()
 
-# run NAME EXPECT TIMEOUT ENV... -- MPIEXEC-ARGS...
-#   EXPECT: used      gpurdma set up a communicator and declined nothing (and printed a
-#                     line matching USED_PATTERN if set)
-#           fallback  output shows the fallbacks named in FALLBACK_PATTERNS
-#           off       gpurdma printed nothing
-#           timeout   an error naming the stage (TIMEOUT_STAGE), the peer and its host
-#           none      only the program's own verdict
-run() {
-    local name=$1 expect=$2 limit=$3
-    shift 3
-    local envs=()
-    while [ "$1" != "--" ]; do envs+=("$1"); shift; done
-    shift
-    local out="$log_dir/run.log"
-    local start=$SECONDS
-    env LD_PRELOAD="$lib" GPURDMA_VERBOSE=1 "${envs[@]}" timeout -k 10 "$limit" "$mpiexec" "$@" >"$out" 2>&1
-    local rc=$?
-    local why=""
-    if [ $rc -ne 0 ]; then
-        why="exit code $rc"
-    else
-        case $expect in
-        used)
-            grep -q "pmpi:gpurdma: .*ranks on .*host" "$out" || why="no gpurdma set-up line: gpurdma was not used"
-            grep -q "declined" "$out" && why="gpurdma declined: $(grep -m1 declined "$out")"
-            [ -n "${USED_PATTERN:-}" ] && ! grep -q "$USED_PATTERN" "$out" && why="no line matching '$USED_PATTERN'"
-            ;;
-        fallback)
-            for pat in "${FALLBACK_PATTERNS[@]}"; do
-                grep -q "$pat" "$out" || why="missing fallback line matching '$pat'"
-            done
-            n=$(grep -c "fallback to PMPI_Allreduce" "$out")
-            [ -n "${FALLBACK_COUNT:-}" ] && [ "$n" != "$FALLBACK_COUNT" ] &&
-                why="$n fallback lines, expected $FALLBACK_COUNT"
-            ;;
-        off)
-            grep -q "gpurdma" "$out" && why="gpurdma printed output while off"
-            ;;
-        timeout)
-            grep -q "timed out after .* in ${TIMEOUT_STAGE:-.*}.*waiting for .*rank ${TIMEOUT_PEER:-[0-9]*} on host" "$out" ||
-                why="no timeout message naming the stage (${TIMEOUT_STAGE:-any}), peer ${TIMEOUT_PEER:-} and host"
-            ;;
-        esac
-        grep -q "passed, 0 failed" "$out" || why="${why:-no 'passed, 0 failed' summary}"
-    fi
-    if [ -z "$why" ]; then
-        passed=$((passed + 1))
-        printf 'PASS %-44s %4ds  %s\n' "$name" $((SECONDS - start)) "$(grep -h 'passed,' "$out" | tail -1)"
-    else
-        failed=$((failed + 1))
-        names+=("$name")
-        printf 'FAIL %-44s %4ds  %s\n' "$name" $((SECONDS - start)) "$why"
-        sed 's/^/    | /' "$out" | tail -40
-    fi
-}
+launcher=("$mpiexec")
+launch_env=(LD_PRELOAD="$lib" GPURDMA_VERBOSE=1)
+tag="pmpi:gpurdma"
+fallback_text="fallback to PMPI_Allreduce"
+# shellcheck source=../support/run_case.sh
+. "$here/../support/run_case.sh"
 
 # The matrix of types x ops x counts on several communicators (world, dup, split,
 # reversed subset, self), normal and in place; its bitident section checks that every
