@@ -416,8 +416,6 @@ def bench_nonblocking(args, runs):
     samples = {}  # (bench, label, np) -> size -> config -> [row per round]
     commands = []
     for bench, binary in binaries:
-        # The real osu_allreduce on PATH is Open MPI's: MPICH runs take osu-compat's MPICH build.
-        configs = [c for c in all_configs if bench == "osu-compat" or c not in MPICH_CONFIGS]
         for label, np_, on_cluster, scenario in runs:
             key = (bench, label, np_)
             launch = launcher(np_, on_cluster, scenario) + ["-np", str(np_)]
