@@ -108,8 +108,12 @@ Status HostTeam::connect_media()
 {
     const gpurdma_config_t &cfg = *setup_.config;
     const int rank = setup_.rank;
-    shm_ = std::make_unique<transport::ShmMedium>(rank, setup_.size, node_members(),
-                                                  Selector::shared_memory(topo_, rank, plan_, cfg.slots));
+    // The segment: what the algorithm lays over it, then the call-kinds board.
+    transport::ShmMedium::Request shm_request = Selector::shared_memory(topo_, rank, plan_, cfg.slots);
+    const size_t board_at = (shm_request.bytes + CallKinds::kLine - 1) / CallKinds::kLine * CallKinds::kLine;
+    const int node_ranks = static_cast<int>(node_members().size());
+    if (node_ranks > 1) shm_request.bytes = board_at + CallKinds::bytes(node_ranks);
+    shm_ = std::make_unique<transport::ShmMedium>(rank, setup_.size, node_members(), shm_request);
     ucx_ = std::make_unique<transport::UcxMedium>(
         rank, setup_.size, [this](int r) { return remote_peers(r); }, cfg.slots, cfg.chunk_size, setup_.ucx, hosts_);
     // Rounds 2 and 3: the media set up, exchange records, connect, vote.
@@ -118,6 +122,11 @@ Status HostTeam::connect_media()
     std::vector<bool> local(static_cast<size_t>(setup_.size), false);
     for (int m : node_members()) local[static_cast<size_t>(m)] = true;
     router_ = std::make_unique<transport::Router>(std::move(local), shm_->channels(), ucx_->channels());
+    if (shm_->segment()) {
+        const auto &members = node_members();
+        const auto index = std::lower_bound(members.begin(), members.end(), rank) - members.begin();
+        kinds_.emplace(shm_->segment()->base() + board_at, static_cast<int>(index));
+    }
 
     exec::WaitPolicy policy;
     policy.yield_when_idle = waits_.at(hosts_[static_cast<size_t>(rank)]).yield;

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "algo/call_kinds.h"
 #include "base/log.h"
 #include "base/noncopyable.h"
 #include "base/status.h"
@@ -79,6 +80,8 @@ public:
     transport::PeerTransport &router() { return *router_; }
     transport::ShmSegment *segment() const { return shm_ ? shm_->segment() : nullptr; }
     bool uses_ucx() const { return ucx_ && ucx_->channels(); }
+    // Which buffers each node peer passes to each call (null if the node has one rank).
+    const CallKinds *call_kinds() const { return kinds_ ? &*kinds_ : nullptr; }
     uint64_t bytes_sent() const;  // payload bytes sent over both media so far
 
     // The schedules' peers of rank r on other nodes (symmetric, sorted): UCX's peers.
@@ -107,6 +110,7 @@ private:
     std::unique_ptr<transport::ShmMedium> shm_;
     std::unique_ptr<transport::UcxMedium> ucx_;
     std::unique_ptr<transport::Router> router_;
+    std::optional<CallKinds> kinds_;  // in shm_'s segment
 };
 
 }  // namespace gpurdma::algo

@@ -172,7 +172,7 @@ gpurdma::gpu::DeviceSetup gpurdma_comm::device_setup() const
 
 gpurdma::gpu::DeviceAllreduce &gpurdma_comm::device()
 {
-    if (!device_) device_ = std::make_unique<gpurdma::gpu::DeviceAllreduce>(device_setup());
+    if (!device_) device_ = std::make_unique<gpurdma::gpu::DeviceAllreduce>(device_setup(), team_.get());
     return *device_;
 }
 
@@ -224,10 +224,10 @@ Status gpurdma_comm::prepare(const gpurdma::algo::Call &call, bool device_buffer
     // without a host path is still handed on.
     if (device_buffers && kind == Kind::Blocking) return Status::ok();
     if (!host.is_ok()) return host;
-    if (device_buffers) {
-        const Status dev = device_across_nodes() ? device_hierarchical().prepare(call) : device().prepare(call);
-        if (!dev.is_ok() && !dev.is_unsupported()) return dev;  // unsupported: staged, on the host path
-    }
+    // The device path sets itself up when the call begins, among the node's ranks without
+    // MPI, once the node agreed that every rank passes GPU memory (agree()): a peer that
+    // passes host memory is never waited for.
+
     // A persistent call's schedule now (the staged one has the same shape), not at its starts.
     if (kind == Kind::Persistent && size > 1) return selector_->choose(call).prepare(call);
     return Status::ok();
@@ -266,7 +266,10 @@ State gpurdma_comm::begin_staged(gpurdma_request &r)
     if (size > 1 && !selector_) return State::Declined;
     const Status in = staging_.stage_in(r.call, &r.host_call);
     if (!in.is_ok()) return failed(r, in);
-    return begin_host(r, r.host_call, Phase::Staged);
+    const State st = begin_host(r, r.host_call, Phase::Staged);
+    if (st != State::Done) return st;
+    const Status out = staging_.stage_out(r.call);  // a single rank: done at once
+    return out.is_ok() ? State::Done : failed(r, out);
 }
 
 State gpurdma_comm::begin(gpurdma_request &r)
@@ -275,8 +278,50 @@ State gpurdma_comm::begin(gpurdma_request &r)
         ++r.moves;
         return State::Done;
     }
+    r.number = ++calls_begun_;
+    const gpurdma::algo::CallKinds *kinds = team_ ? team_->call_kinds() : nullptr;
+    if (kinds) kinds->post(r.number, r.device);
     if (!r.device) return begin_host(r, r.call, Phase::Host);
     ++r.moves;
+    if (!kinds) return begin_device(r);
+    r.phase = Phase::Agreeing;
+    r.peer_index = 0;
+    return agree(r);
+}
+
+// GPU buffers on a node of several ranks: the device path only if every node peer
+// passes GPU memory too; one that passes host memory runs the host path, so this
+// rank stages and joins it there (each GPU rank of the node sees the same peers).
+State gpurdma_comm::agree(gpurdma_request &r)
+{
+    using Kinds = gpurdma::algo::CallKinds;
+    const std::vector<int> &members = team_->node_members();
+    for (; r.peer_index < members.size(); ++r.peer_index, ++r.moves) {
+        const int peer = members[r.peer_index];
+        if (peer == rank) continue;
+        const Kinds::Kind kind = team_->call_kinds()->peer(static_cast<int>(r.peer_index), r.number);
+        if (kind == Kinds::Kind::Device) continue;
+        const std::string who = "rank " + std::to_string(peer) + " on " + team_->hosts()[static_cast<size_t>(peer)];
+        if (kind == Kinds::Kind::NotYet) {
+            r.awaited_peer = "node peer " + who + " to begin call " + std::to_string(r.number) +
+                             " (buffer-kind agreement: GPU buffers here)";
+            return State::Running;
+        }
+        if (kind == Kinds::Kind::Later)
+            return failed(r, Status::error(GPURDMA_ERR_TRANSPORT, name + ": buffer-kind agreement: node peer " + who +
+                                                                      " has begun a later call than " +
+                                                                      std::to_string(r.number)));
+        if (context->log.enabled(2) && !context->on_progress_thread())
+            context->log.log(2,
+                             "%s: call %llu: node peer %s passes host buffers: GPU buffers stage through host memory",
+                             name.c_str(), static_cast<unsigned long long>(r.number), who.c_str());
+        return begin_staged(r);
+    }
+    return begin_device(r);
+}
+
+State gpurdma_comm::begin_device(gpurdma_request &r)
+{
     gpurdma::algo::Algorithm &path = device_across_nodes()
                                          ? static_cast<gpurdma::algo::Algorithm &>(device_hierarchical())
                                          : static_cast<gpurdma::algo::Algorithm &>(device());
@@ -297,6 +342,7 @@ State gpurdma_comm::failed(gpurdma_request &r, const Status &status)
 State gpurdma_comm::advance_call(gpurdma_request &r)
 {
     if (r.phase == Phase::Started) return begin(r);
+    if (r.phase == Phase::Agreeing) return agree(r);
     if (!r.algorithm) return State::Done;
     const State st = r.algorithm->advance();
     if (st == State::Running) return st;

@@ -108,6 +108,10 @@ private:
     void abandon_device();
     // Begins the call at the front: its path and the algorithm's start.
     gpurdma::exec::State begin(gpurdma_request &request);
+    // GPU buffers: waits (without blocking) for the node peers' buffer kinds of this call
+    // (algo/call_kinds.h), then the device path, or staging if a peer passes host memory.
+    gpurdma::exec::State agree(gpurdma_request &request);
+    gpurdma::exec::State begin_device(gpurdma_request &request);
     // The device path declined or was unsupported: the call through host memory.
     gpurdma::exec::State begin_staged(gpurdma_request &request);
     gpurdma::exec::State begin_host(gpurdma_request &request, const gpurdma::algo::Call &call,
@@ -145,6 +149,7 @@ private:
     std::set<gpurdma_request *> persistent_;  // the caller's persistent requests, orphaned at the end
     bool declined_ = false;
     bool broken_ = false;
+    uint64_t calls_begun_ = 0;  // the communicator's call numbers (engine held), alike on every rank
     std::unique_ptr<gpurdma::algo::HostTeam> team_;
     std::unique_ptr<gpurdma::algo::Selector> selector_;  // released before the team it uses
     std::optional<gpurdma::exec::ProgressLoop> device_loop_;

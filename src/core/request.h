@@ -18,8 +18,9 @@ struct gpurdma_comm;
 
 struct gpurdma_request : gpurdma::exec::Task {
     enum class Kind { Blocking, Nonblocking, Persistent };
-    // Where the call is: not started (or done), started but not begun, then the path it takes.
-    enum class Phase { Idle, Started, Host, Device, Staged };
+    // Where the call is: not started (or done), started but not begun, waiting to learn
+    // which buffers its node peers pass (GPU buffers only), then the path it takes.
+    enum class Phase { Idle, Started, Agreeing, Host, Device, Staged };
 
     gpurdma_request(gpurdma_comm *comm, Kind kind, const gpurdma::algo::Call &call, bool device,
                     gpurdma_complete_fn_t complete = nullptr, void *arg = nullptr)
@@ -31,7 +32,8 @@ struct gpurdma_request : gpurdma::exec::Task {
     uint64_t position() const override { return moves + (algorithm ? algorithm->position() : 0); }
     std::string describe_wait() const override
     {
-        return algorithm ? algorithm->describe_wait() : std::string("the start of the call");
+        if (algorithm) return algorithm->describe_wait();
+        return phase == Phase::Agreeing ? awaited_peer : std::string("the start of the call");
     }
     std::string describe_failure() const override { return failure; }
 
@@ -47,6 +49,9 @@ struct gpurdma_request : gpurdma::exec::Task {
     gpurdma::algo::Algorithm *algorithm = nullptr;  // the path's algorithm
     gpurdma::algo::Call host_call;  // Staged: the same call on the host copies
     uint64_t moves = 0;  // phase changes, which count as movement for the idle clock
+    uint64_t number = 0;  // the communicator's call number, once begun
+    size_t peer_index = 0;  // Agreeing: the next node peer whose buffer kind is awaited
+    std::string awaited_peer;  // Agreeing: who that is, for the timeout message
     std::string failure;
     gpurdma::exec::IdleClock clock;
     bool detached = false;  // freed while in flight: the communicator deletes it at completion

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "gpu/node_exchange.h"
 #include "gpu/stage_words.h"
 #include "reduce/reduce.h"
 #include "reduce/reduce_device.h"
@@ -61,13 +62,15 @@ bool touches_device_memory(const algo::Call &call)
     return q.valid;
 }
 
-DeviceAllreduce::DeviceAllreduce(DeviceSetup setup) : setup_(std::move(setup)) {}
+DeviceAllreduce::DeviceAllreduce(DeviceSetup setup, algo::HostTeam *host) : setup_(std::move(setup)), host_(host) {}
 
 DeviceAllreduce::~DeviceAllreduce() = default;
 
 Status DeviceAllreduce::set_up(const PointerInfo &first_buffer)
 {
-    const Status st = DeviceTeam::create(setup_, first_buffer, &team_);
+    DeviceSetup setup = setup_;
+    Status st = host_ ? use_node_exchange(*host_, &setup) : Status::ok();
+    if (st.is_ok()) st = DeviceTeam::create(setup, first_buffer, &team_);
     if (st.is_ok()) team_state_ = Team::Ready;
     else if (st.is_unsupported()) team_state_ = Team::Staged;
     return st;
@@ -90,12 +93,6 @@ Status DeviceAllreduce::ready_for(const algo::Call &call, PointerInfo *sinfo, Po
     }
     if (team_state_ == Team::Staged) return Status::unsupported("this communicator stages GPU buffers");
     return Status::ok();
-}
-
-Status DeviceAllreduce::prepare(const algo::Call &call)
-{
-    PointerInfo sinfo, rinfo;
-    return ready_for(call, &sinfo, &rinfo);
 }
 
 Status DeviceAllreduce::start(const algo::Call &call)

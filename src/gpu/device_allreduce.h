@@ -24,6 +24,10 @@
 #include "base/status.h"
 #include "gpu/device_team.h"
 
+namespace gpurdma::algo {
+class HostTeam;
+}  // namespace gpurdma::algo
+
 namespace gpurdma::gpu {
 
 // True if the call's send or receive buffer is GPU device memory (CUDA driver loaded at run time).
@@ -31,16 +35,16 @@ bool touches_device_memory(const algo::Call &call);
 
 class DeviceAllreduce : public algo::Algorithm, private NonCopyable {
 public:
-    explicit DeviceAllreduce(DeviceSetup setup);
+    // host: the communicator's host team, if set up: the device set-up then runs among
+    // the node's ranks without MPI (gpu/node_exchange.h), so it may run from any
+    // thread's progress; without one, over the bootstrap (blocking calls only).
+    DeviceAllreduce(DeviceSetup setup, algo::HostTeam *host);
     ~DeviceAllreduce() override;
 
     // The first call does the collective device set-up (every rank calls start for the
     // same call). Unsupported (the same on every rank) when this communicator or this
     // call must stage through host memory; another error names the stage.
     Status start(const algo::Call &call) override;
-    // The collective device set-up, if this communicator has not had it: Unsupported
-    // (the same on every rank) when the call must stage through host memory.
-    Status prepare(const algo::Call &call) override;
     // May return exec::State::Declined: a rank found a buffer it cannot share: stage this call.
     exec::State advance() override;
     uint64_t position() const override { return position_; }
@@ -84,6 +88,7 @@ private:
     size_t slice_end(int r) const;
 
     DeviceSetup setup_;
+    algo::HostTeam *host_;  // null: set up over the bootstrap
     enum class Team { NotYet, Ready, Staged } team_state_ = Team::NotYet;
     std::unique_ptr<DeviceTeam> team_;
     // The call in flight.

@@ -51,14 +51,9 @@ Status DeviceHierarchical::set_up(const PointerInfo &first_buffer)
 {
     // Set up among the node's ranks only (gpu/node_exchange.h): a node of host-buffer
     // ranks never joins, and a node peer that passes host buffers is never sent anything.
-    std::unique_ptr<NodeExchange> opened;
-    const Status joined = NodeExchange::open(host_, &opened);
-    if (!joined.is_ok()) return joined;
-    std::shared_ptr<NodeExchange> exchange(std::move(opened));
     DeviceSetup setup = setup_;
-    setup.node_allgather = [exchange](const std::string &mine, std::vector<std::string> *all) {
-        return exchange->allgather(mine, all);
-    };
+    const Status joined = use_node_exchange(host_, &setup);
+    if (!joined.is_ok()) return joined;
     const Status st = DeviceTeam::create(setup, first_buffer, &team_);
     if (st.is_unsupported()) team_state_ = Team::Staged;
     if (!st.is_ok()) return st;
@@ -111,12 +106,6 @@ Status DeviceHierarchical::ready_for(const algo::Call &call, PointerInfo *sinfo,
     if (team_state_ == Team::Staged) return Status::unsupported("this communicator stages GPU buffers");
     if (!takes(call)) return Status::unsupported("the host path runs this size flat");
     return Status::ok();
-}
-
-Status DeviceHierarchical::prepare(const algo::Call &call)
-{
-    PointerInfo sinfo, rinfo;
-    return ready_for(call, &sinfo, &rinfo);
 }
 
 Status DeviceHierarchical::start(const algo::Call &call)

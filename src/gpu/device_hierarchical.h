@@ -57,9 +57,8 @@ public:
     // contract above): the same answer on every rank.
     bool takes(const algo::Call &call) const;
 
-    // The collective set-up on first use; Unsupported (every rank alike) when this
-    // communicator or call stages through host memory.
-    Status prepare(const algo::Call &call) override;
+    // The node's set-up on first use (no MPI: it may run from progress); Unsupported
+    // (every rank of the node alike) when this communicator or call stages through host memory.
     Status start(const algo::Call &call) override;
     // May return exec::State::Declined: a rank of this node cannot share its buffers:
     // this node stages the call (the rail messages are the same, other nodes go on).

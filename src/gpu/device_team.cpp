@@ -182,7 +182,7 @@ Status DeviceTeam::create_control_block()
 // Each record: host, node, GPU bus id. Nodes are ordered by their lowest rank.
 Status DeviceTeam::read_records(const std::vector<std::string> &records, bool node_only)
 {
-    spans_ = node_only;  // set up by node: the communicator spans nodes
+    spans_ = setup_.node_scope;  // a team of each node's ranks: the communicator spans nodes
     const size_t n = records.size();
     hosts_.assign(n, "");
     nodes_.assign(n, "");

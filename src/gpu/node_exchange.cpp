@@ -156,4 +156,16 @@ Status NodeExchange::allgather(const std::string &mine, std::vector<std::string>
     return Status::ok();
 }
 
+Status use_node_exchange(algo::HostTeam &team, DeviceSetup *setup)
+{
+    std::unique_ptr<NodeExchange> opened;
+    const Status joined = NodeExchange::open(team, &opened);
+    if (!joined.is_ok()) return joined;
+    std::shared_ptr<NodeExchange> exchange(std::move(opened));
+    setup->node_allgather = [exchange](const std::string &mine, std::vector<std::string> *all) {
+        return exchange->allgather(mine, all);
+    };
+    return Status::ok();
+}
+
 }  // namespace gpurdma::gpu

@@ -16,6 +16,7 @@
 #include "algo/host_team.h"
 #include "base/noncopyable.h"
 #include "base/status.h"
+#include "gpu/device_team.h"
 
 namespace gpurdma::gpu {
 
@@ -46,5 +47,10 @@ private:
     uint64_t round_ = 0;
     double timeout_s_ = 60;
 };
+
+// Opens the node's exchange (collective over the node's ranks) and makes it *setup's
+// node_allgather, so that DeviceTeam::create runs its rounds among the node's ranks,
+// without MPI: the set-up may then run from any thread's progress.
+Status use_node_exchange(algo::HostTeam &team, DeviceSetup *setup);
 
 }  // namespace gpurdma::gpu

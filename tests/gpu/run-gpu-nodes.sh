@@ -3,8 +3,9 @@
 # logical nodes on this one machine (coll_gpurdma_logical_nodes: 2x2 and 3+1+2):
 # every op x type against the host reference, in place and not, 1 element to 4 MiB
 # (several chunks, unequal slices), blocking, nonblocking and persistent; nodes of
-# host-buffer ranks beside nodes of device-buffer ranks; a rank stopped in the middle
-# of a call (every other rank must return an error within the timeout).
+# host-buffer ranks beside nodes of device-buffer ranks, and ranks of one node that
+# mix them; a rank stopped in the middle of a call (every other rank must return an
+# error within the timeout).
 # On a GPU (the launcher's probe) the ranks share GPU 0; otherwise the stand-in
 # libcuda.so.1 (tests/gpu/fake_cuda.cpp), built as run-gpu-tests.sh builds it, which
 # checks the protocol, not the CUDA kernels.
@@ -64,8 +65,14 @@ if [ -n "${GPURDMA_FAKE_CUDA_LEAKS:-}" ]; then
         step "3+1+2, slow copies and kernels (stand-in knobs, if it has them)" --np 6 --logical-nodes 3,1,2 \
         --algorithm hier --chunk-size 16384 --max-bytes 1048576 --expect-device --limit 240
 fi
-step "2x2, rank 1 passes host buffers beside its node peer's device buffers: errors within the timeout, never a wrong result" \
-    --np 4 --logical-nodes 2 --algorithm hier --host-ranks 1 --max-bytes 4096 --timeout 5 --expect-errors --limit 120
+# A node whose ranks mix host and GPU buffers agrees per call: its GPU ranks stage
+# and join the host path (algo/call_kinds.h); a 5 s timeout, so a wait for the other
+# path fails the step instead of passing late.
+step "2x2, rank 1 passes host buffers beside its node peer's GPU buffers: that node stages, the other runs on the GPUs" \
+    --np 4 --logical-nodes 2 --algorithm hier --host-ranks 1 --chunk-size 16384 --max-bytes 4194304 --timeout 5 \
+    --limit 120
+step "one node of 3, rank 2 passes host buffers (blocking, nonblocking, persistent)" --np 3 --logical-nodes 3 \
+    --algorithm hier --host-ranks 2 --chunk-size 16384 --max-bytes 1048576 --timeout 5 --limit 120
 step "2x2, rank 1 stops mid-call: errors within the 5 s timeout" --np 4 --logical-nodes 2 --algorithm hier \
     --chunk-size 16384 --max-bytes 4194304 --timeout 5 --stop-rank 1 --limit 120
 step "3+1+2, rank 4 stops mid-call: errors within the 5 s timeout" --np 6 --logical-nodes 3,1,2 --algorithm hier \
