@@ -16,6 +16,8 @@
  *   sizes   SUM float, SUM int, MAX double, BXOR uint8 from 1 element to --max-bytes
  *           (powers of 4 and odd counts beside them: several chunks, unequal slices),
  *           blocking (in place and not), nonblocking and persistent
+ * --quick: the representative types (T_REP) at the odd count, blocking and one other
+ * kind; the float sweep only.
  *
  * matrix.h's inputs make every exact result independent of the order of the ranks, so
  * each result must equal the host reference (folded in rank order) element for
