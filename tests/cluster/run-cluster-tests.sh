@@ -229,15 +229,15 @@ device_steps() {
     fi
     local device_x=() fake=$build/tests/mpi/fake-cuda start=$SECONDS
     if ! "$build/tests/gpu/gpu_launcher" --mode probe >/dev/null 2>&1; then
-        # Built as tests/gpu/run-gpu-tests.sh builds it, again only when its sources
-        # change (tests/mpi/run-mpi-tests.sh builds the same copy).
+        # Built as tests/mpi/run-mpi-tests.sh builds it (the same copy): with the
+        # build's reduction (libgpurdma_reduce.a), only when either changes.
         if [ ! "$fake/libcuda.so.1" -nt "$src/tests/gpu/fake_cuda.cpp" ] ||
-            [ ! "$fake/libcuda.so.1" -nt "$src/src/reduce/reduce_host.cpp" ]; then
+            [ ! "$fake/libcuda.so.1" -nt "$build/.libs/libgpurdma_reduce.a" ]; then
             mkdir -p "$fake"
             # shellcheck disable=SC2086 # CXX may hold several words ("ccache g++")
             if ! ${CXX:-g++} -std=c++17 -O2 -Wall -Wextra -pthread -I"$src/include" -I"$src/src" -shared -fPIC \
                 -Wl,-Bsymbolic -Wl,-z,nodelete -o "$fake/libcuda.so.1.tmp" "$src/tests/gpu/fake_cuda.cpp" \
-                "$src/src/reduce/reduce_host.cpp" || ! mv "$fake/libcuda.so.1.tmp" "$fake/libcuda.so.1"; then
+                "$build/.libs/libgpurdma_reduce.a" || ! mv "$fake/libcuda.so.1.tmp" "$fake/libcuda.so.1"; then
                 result "device_check: the stand-in driver" "$start" "cannot build it" /dev/null
                 return
             fi

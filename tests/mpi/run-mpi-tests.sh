@@ -195,15 +195,16 @@ else
     stand_in_failed=0
     if ! "$build/tests/gpu/gpu_launcher" --mode probe >/dev/null 2>&1; then
         src=${GPURDMA_SRCDIR:-$(cd "$here/../.." && pwd)}
-        # Built as tests/gpu/run-gpu-tests.sh builds it, again only when its sources change.
+        # Built as tests/gpu/run-gpu-tests.sh builds it, but with the build's reduction
+        # (libgpurdma_reduce.a) rather than compiling it again, and only when either changes.
         fake=$build/tests/mpi/fake-cuda
         if [ ! "$fake/libcuda.so.1" -nt "$src/tests/gpu/fake_cuda.cpp" ] ||
-            [ ! "$fake/libcuda.so.1" -nt "$src/src/reduce/reduce_host.cpp" ]; then
+            [ ! "$fake/libcuda.so.1" -nt "$build/.libs/libgpurdma_reduce.a" ]; then
             mkdir -p "$fake"
             # shellcheck disable=SC2086 # CXX may hold several words ("ccache g++")
             ${CXX:-g++} -std=c++17 -O2 -Wall -Wextra -pthread -I"$src/include" -I"$src/src" -shared -fPIC \
                 -Wl,-Bsymbolic -Wl,-z,nodelete -o "$fake/libcuda.so.1.tmp" "$src/tests/gpu/fake_cuda.cpp" \
-                "$src/src/reduce/reduce_host.cpp" && mv "$fake/libcuda.so.1.tmp" "$fake/libcuda.so.1" ||
+                "$build/.libs/libgpurdma_reduce.a" && mv "$fake/libcuda.so.1.tmp" "$fake/libcuda.so.1" ||
                 stand_in_failed=1
         fi
         device_x=(-x "LD_LIBRARY_PATH=$fake${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" -x GPURDMA_FAKE_CUDA_LEAKS=1)
