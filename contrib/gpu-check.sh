@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The GPU check, in two halves:
 #   contrib/gpu-check.sh --bundle DIR   here (build machine): builds the MPI-free launcher
-#                                       and copies it with the shared libraries it needs
-#                                       (ldd, glibc excepted) into DIR (at most 64 MiB).
+#                                       and device_check, copies them, the component and
+#                                       the shared libraries they need (ldd, glibc
+#                                       excepted) into DIR (at most 64 MiB).
 #   contrib/gpu-check.sh --run DIR      on a bare CUDA machine (driver, no MPI, no UCX, no
 #                                       compiler): host mode, then device buffers on GPU 0
 #                                       shared by 2 and 4 processes: every op x type
@@ -12,15 +13,18 @@
 #                                       hierarchical device path with 2 logical nodes
 #                                       on the one GPU (np 2 and 4): the same checks,
 #                                       bus bandwidth, and rank 0's per-stage times
-#                                       (node RS+D2H, inter-node, H2D, node AG).
-#                                       Under 7 minutes in all.
+#                                       (node RS+D2H, inter-node, H2D, node AG);
+#                                       then, only where the machine has the same
+#                                       Open MPI as the build (the bundle carries
+#                                       none), tests/mpi/device_check under mpirun
+#                                       at 2 logical nodes (np 4). Under 7 minutes.
 #   --run DIR --host-only               only the host mode (any machine).
 # Environment: GPURDMA_BUILD (build tree for --bundle; default build-gpu, else build).
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 mode=${1:-}
 dir=${2:-}
-[ -n "$mode" ] && [ -n "$dir" ] || { sed -n '2,14p' "$0"; exit 2; }
+[ -n "$mode" ] && [ -n "$dir" ] || { sed -n '2,22p' "$0"; exit 2; }
 
 case "$mode" in
 --bundle)
@@ -30,15 +34,19 @@ case "$mode" in
         [ -f "$build/Makefile" ] || build=$top/build
     fi
     [ -f "$build/Makefile" ] || { echo "no configured build in $build (run contrib/setup.sh)"; exit 1; }
-    make -C "$build" -j2 tests/gpu/gpu_launcher >/dev/null
+    make -C "$build" -j2 tests/gpu/gpu_launcher tests/mpi/device_check >/dev/null
     grep -q '^#define GPURDMA_HAVE_CUDA 1' "$build/config.h" ||
         echo "warning: $build was configured without CUDA: the bundle has no GPU kernels (device mode stages)"
     rm -rf "$dir"
     mkdir -p "$dir"
-    cp "$build/tests/gpu/gpu_launcher" "$dir/"
-    strip --strip-debug "$dir/gpu_launcher" 2>/dev/null || true
+    cp "$build/tests/gpu/gpu_launcher" "$build/tests/mpi/device_check" "$dir/"
+    mkdir -p "$dir/component"
+    cp -L "$build/component/mca_coll_gpurdma.so" "$dir/component/"
+    strip --strip-debug "$dir/gpu_launcher" "$dir/device_check" "$dir/component/mca_coll_gpurdma.so" 2>/dev/null || true
+    mpirun --version 2>/dev/null | head -n 1 > "$dir/OMPI_VERSION"
     # Everything ldd resolves except glibc itself (the target's own glibc runs it).
-    ldd "$build/tests/gpu/gpu_launcher" | awk '/=> \//{print $3}' | while read -r lib; do
+    ldd "$build/tests/gpu/gpu_launcher" "$build/tests/mpi/device_check" "$build/component/mca_coll_gpurdma.so" |
+        awk '/=> \//{print $3}' | sort -u | while read -r lib; do
         case "$(basename "$lib")" in
         libc.so.*|libm.so.*|libpthread.so.*|libdl.so.*|librt.so.*|ld-linux*) continue ;;
         esac
@@ -81,10 +89,26 @@ case "$mode" in
              END { for (n in last) print n "\t" last[n] }' | sort -n | cut -f2- || true
     rm -f "$log"
     [ "$rc" -eq 0 ] || { echo "FAIL: hierarchical device path (exit $rc)"; exit 1; }
+    echo "== GPU buffers under mpirun: device_check at 2 logical nodes on GPU 0 (np 4: 2+2), every op x type"
+    want=$(cat "$dir/OMPI_VERSION" 2>/dev/null || true)
+    have=$(mpirun --version 2>/dev/null | head -n 1 || true)
+    if [ -z "$have" ]; then
+        echo "SKIP: no mpirun here (the bundle carries no Open MPI; this step needs ${want:-the Open MPI of the build})"
+    elif [ "$have" != "$want" ]; then
+        echo "SKIP: '$have' here; the bundle's component is built for '$want'"
+    else
+        pkglibdir=$(ompi_info --parsable --path pkglibdir | sed 's/^path:pkglibdir://')
+        OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+            OMPI_MCA_mca_base_component_path="$pkglibdir:$dir/component" \
+            timeout 60 mpirun --oversubscribe --bind-to none -np 4 --mca pml ob1 --mca btl self,vader \
+            --mca coll_gpurdma_priority 100 --mca coll_gpurdma_verbose 1 --mca coll_gpurdma_logical_nodes 2 \
+            --mca coll_gpurdma_timeout 30 "$dir/device_check" --max-bytes $((16 << 20)) --expect-device ||
+            { echo "FAIL: device_check under mpirun"; exit 1; }
+    fi
     echo "PASS ($(( $(date +%s) - start )) s)"
     ;;
 *)
-    sed -n '2,14p' "$0"
+    sed -n '2,22p' "$0"
     exit 2
     ;;
 esac

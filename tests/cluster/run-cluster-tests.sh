@@ -8,7 +8,11 @@
 #   c. osu_allreduce at 2 x 2: MiB must cross each participating host's link;
 #   d. allreduce_check again with netem (delay 50us, loss 0.01%) on every link;
 #   e. nonblocking_check --quick (MPI_Iallreduce, persistent) and thread_stress_check
-#      (MPI_THREAD_MULTIPLE) at 2 x 2, gpurdma's MPI_T counters required.
+#      (MPI_THREAD_MULTIPLE) at 2 x 2, gpurdma's MPI_T counters required;
+#   f. device_check --quick (GPU buffers) at 2 x 2 and 3+1+2 with --expect-device: on
+#      GPU 0 where there is one, else with the stand-in libcuda.so.1 on every rank
+#      (CUDA IPC between the ranks of a host inside its namespaces, page-locked staging
+#      between hosts); skipped by a host-only build.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 src=${GPURDMA_SRCDIR:-$(cd "$here/../.." && pwd)}
@@ -216,6 +220,36 @@ netem_step
 # --- e: nonblocking, persistent and threads across hosts
 checked "nonblocking 2 hosts x 2 ranks" 2 180 nonblocking_check --quick --strict -- --host node0:2,node1:2
 checked "thread stress 2 hosts x 2 ranks" 2 120 thread_stress_check --threads 3 -- --host node0:2,node1:2
+
+# --- f: GPU buffers across hosts
+device_steps() {
+    if ! grep -q '^#define GPURDMA_HAVE_CUDA 1' "$build/config.h" 2>/dev/null; then
+        echo "SKIP device_check: a host-only build (no CUDA kernels, no device path)"
+        return
+    fi
+    local device_x=() fake=$build/tests/mpi/fake-cuda start=$SECONDS
+    if ! "$build/tests/gpu/gpu_launcher" --mode probe >/dev/null 2>&1; then
+        # Built as tests/mpi/run-mpi-tests.sh builds it (the same copy): with the
+        # build's reduction (libgpurdma_reduce.a), only when either changes.
+        if [ ! "$fake/libcuda.so.1" -nt "$src/tests/gpu/fake_cuda.cpp" ] ||
+            [ ! "$fake/libcuda.so.1" -nt "$build/.libs/libgpurdma_reduce.a" ]; then
+            mkdir -p "$fake"
+            # shellcheck disable=SC2086 # CXX may hold several words ("ccache g++")
+            if ! ${CXX:-g++} -std=c++17 -O2 -Wall -Wextra -pthread -I"$src/include" -I"$src/src" -shared -fPIC \
+                -Wl,-Bsymbolic -Wl,-z,nodelete -o "$fake/libcuda.so.1.tmp" "$src/tests/gpu/fake_cuda.cpp" \
+                "$build/.libs/libgpurdma_reduce.a" || ! mv "$fake/libcuda.so.1.tmp" "$fake/libcuda.so.1"; then
+                result "device_check: the stand-in driver" "$start" "cannot build it" /dev/null
+                return
+            fi
+        fi
+        device_x=(-x "LD_LIBRARY_PATH=$fake${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" -x GPURDMA_FAKE_CUDA_LEAKS=1)
+    fi
+    local args=(--quick --max-bytes 262144 --expect-device)
+    checked "GPU buffers 2 hosts x 2 ranks" 2 120 device_check "${args[@]}" -- --host node0:2,node1:2 "${device_x[@]}"
+    checked "GPU buffers 3 hosts, 3+1+2 ranks" 3 120 device_check "${args[@]}" -- --host node0:3,node1:1,node2:2 \
+        "${device_x[@]}"
+}
+device_steps
 
 echo "cluster tests took $((SECONDS - t0))s"
 echo "cluster-tests: $passed passed, $failed failed"

@@ -3,7 +3,9 @@
 // stream and event ordering) runs in the test suite. It proves the protocol, not the
 // CUDA kernels.
 //  - "Device memory" is memfd-backed host memory; an IPC handle names the exporter's pid
-//    and fd, opened through /proc.
+//    and fd, opened through /proc, and its IPC namespace: a process in another one (a
+//    host of contrib/cluster.sh) cannot open it, as no GPU's memory opens on another
+//    machine.
 //  - Streams are real: each one (the null stream too) is a FIFO of operations run in
 //    order by a worker thread of its own: copies, kernel launches, host functions, event
 //    records and waits. A copy reads its source when the worker runs it, not when it is
@@ -37,6 +39,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -91,6 +94,7 @@ struct Handle {
     int fd;
     unsigned long long id;
     size_t size;
+    unsigned long long ipc_namespace;
 };
 struct Function {
     gpurdma_op_t op;
@@ -153,6 +157,14 @@ double env_gbps(const char *name)
 }
 const double g_copy_gbps = env_gbps("GPURDMA_FAKE_CUDA_COPY_GBPS");
 const double g_kernel_gbps = env_gbps("GPURDMA_FAKE_CUDA_KERNEL_GBPS");
+
+// The inode of this process's IPC namespace (0 if unknown). The namespace cluster's
+// hosts share the pid namespace, so /proc would open another host's memory without it.
+unsigned long long ipc_namespace()
+{
+    struct stat st;
+    return stat("/proc/self/ns/ipc", &st) == 0 ? static_cast<unsigned long long>(st.st_ino) : 0;
+}
 
 void take_time(double bytes, double gbps)
 {
@@ -735,7 +747,7 @@ int cuIpcGetMemHandle(void *h, unsigned long long p)
     std::lock_guard<std::mutex> lock(g_mu);
     const Alloc *a = find(p);
     if (!a || a->base != p || a->imported) return kInvalidValue;  // like CUDA: the base of an own allocation
-    Handle x{getpid(), a->fd, a->id, a->size};
+    Handle x{getpid(), a->fd, a->id, a->size, ipc_namespace()};
     std::memset(h, 0, 64);
     std::memcpy(h, &x, sizeof x);
     return 0;
@@ -744,6 +756,7 @@ int cuIpcGetMemHandle(void *h, unsigned long long p)
 int cuIpcOpenMemHandle_v2(unsigned long long *p, Handle h, unsigned)
 {
     if (h.pid == getpid()) return 208;  // CUDA refuses to import its own memory
+    if (h.ipc_namespace != ipc_namespace()) return kInvalidValue;  // another host's
     char path[64];
     std::snprintf(path, sizeof path, "/proc/%d/fd/%d", h.pid, h.fd);
     const int fd = open(path, O_RDWR | O_CLOEXEC);
