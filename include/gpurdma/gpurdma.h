@@ -139,6 +139,8 @@ typedef struct gpurdma_config {
     int calibrate; /* 1: communicators that span nodes measure the cost model's links at set-up */
     double spin_us; /* a wait longer than this (microseconds) yields the core while it waits; negative:
                                  spin until done, unless the host's ranks cannot each have a CPU of their own */
+    size_t device_stage_max; /* GPU buffers on one node up to this many bytes stage through page-locked
+                                 host memory and the host latency path instead of the device path */
     const char *gdr_level; /* farthest GPU-NIC path for GPUDirect RDMA: LOC, PIX, PXB, PHB or SYS
                                  (NCCL_NET_GDR_LEVEL's scale); copied by the context */
     int ib_gid_index; /* RoCE/IB port GID index of our UCX context (NCCL_IB_GID_INDEX); -1: UCX's */

@@ -91,6 +91,12 @@ const gpurdma_param_info_t kTable[] = {
            "Largest message in bytes for the latency path: the direct node allreduce "
            "(one wait; with two ranks on the node, every size) and recursive doubling between nodes; "
            "0 turns it off"),
+    number("device_stage_max", SIZE, FIELD(device_stage_max), 32 * 1024, in(0, 64 * kMiB, "is not in 0..64 MiB"),
+           kAllRanks, 7,
+           "GPU buffers on one node: messages up to this many bytes are copied to page-locked host memory, "
+           "reduced by the host latency path and copied back (two copies), instead of the device path (three "
+           "node barriers, a kernel and the allgather copies). The default is an estimate, not yet measured on "
+           "a GPU (contrib/gpu-check.sh prints both paths per size); 0: every size takes the device path"),
     number("timeout", DOUBLE, FIELD(timeout_s), 60.0, above(0, 86400, "is not in (0, 86400]"), kLocal, 6,
            "Seconds a collective waits on a peer before it fails with an error naming the "
            "stage and the peer"),

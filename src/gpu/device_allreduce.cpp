@@ -87,6 +87,11 @@ Status DeviceAllreduce::ready_for(const algo::Call &call, PointerInfo *sinfo, Po
         return Status::unsupported("no device kernel (long double)");
     }
     query_buffers(call, sinfo, rinfo);
+    // Small messages: two copies and the host latency path cost less than the device
+    // path's barriers, kernel and copies (by size: every rank decides alike).
+    const size_t bytes = call.count * reduce::dtype_size(call.dtype);
+    if (setup_.size > 1 && setup_.config && bytes <= setup_.config->device_stage_max)
+        return Status::unsupported("small message (coll_gpurdma_device_stage_max)");
     if (team_state_ == Team::NotYet) {
         const Status st = set_up(rinfo->kind == MemoryKind::Device ? *rinfo : *sinfo);
         if (!st.is_ok()) return st;  // unsupported: this communicator stages from now on

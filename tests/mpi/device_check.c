@@ -25,16 +25,20 @@
  * buffer must be untouched, and (types without padding) the digest of each type's
  * results, and of each size sweep's, must be the same on every rank (MPI_Allgather).
  *
- * --expect-device: gpurdma must have taken the device path on every rank: its MPI_T
- * counter coll_gpurdma_device_calls above zero, or where the component has no such
- * counter, its calls minus its host-path calls (coll_gpurdma_calls - node - ring - rd -
- * hier: a staged call counts on the host path), so a run in which the previous module
- * took the calls, or gpurdma staged every one through host memory, fails.
+ * --expect-device: gpurdma must have taken the device path on every rank that passes
+ * GPU memory (its MPI_T counter coll_gpurdma_device_calls above zero), so a run in which
+ * the previous module took the calls, or gpurdma staged every one through host memory,
+ * fails.
+ *
+ * --host-ranks a,b: these world ranks pass host memory to every call while the others
+ * pass GPU memory (a node whose ranks mix them agrees per call and stages it); every
+ * result is checked the same way.
  *
  * Exit status: 0 if every check passed, 1 on any failure (each named), 77 with a SKIP
  * line when a rank finds no CUDA driver or device.
  *
  * Usage: device_check [--quick] [--max-bytes N] [--device-per-rank] [--expect-device]
+ *                     [--host-ranks a,b]
  */
 #define _POSIX_C_SOURCE 200809L
 #include <mpi.h>
@@ -172,6 +176,43 @@ static size_t g_max_bytes = 4u << 20;
 static devptr g_dsend, g_drecv_base, g_drecv;
 static unsigned char *g_in, *g_expected, *g_out, *g_scratch;
 static long long g_device_buffer_calls;
+/* --host-ranks: this rank passes host memory where the others pass GPU memory (its
+ * node agrees per call and stages), so the "device" pointers are malloc'd here. */
+static bool g_host_buffers;
+
+static void to_buffer(devptr dst, const void *src, size_t bytes, const char *what)
+{
+    if (g_host_buffers)
+        memcpy((void *)(uintptr_t)dst, src, bytes);
+    else
+        cuda_must(cu.htod(dst, src, bytes), what);
+}
+
+static void from_buffer(void *dst, devptr src, size_t bytes, const char *what)
+{
+    if (g_host_buffers)
+        memcpy(dst, (const void *)(uintptr_t)src, bytes);
+    else
+        cuda_must(cu.dtoh(dst, src, bytes), what);
+}
+
+static devptr buffer_alloc(size_t bytes, const char *what)
+{
+    devptr p = 0;
+    if (g_host_buffers)
+        p = (devptr)(uintptr_t)xmalloc(bytes);
+    else
+        cuda_must(cu.mem_alloc(&p, bytes), what);
+    return p;
+}
+
+static void buffer_free(devptr p)
+{
+    if (g_host_buffers)
+        free((void *)(uintptr_t)p);
+    else
+        cuda_must(cu.mem_free(p), "cuMemFree");
+}
 static bool g_quick;
 static uint64_t g_digest = HASH_INIT; /* of the results since the last check_digests */
 static long long g_digested;
@@ -182,9 +223,9 @@ static void prepare(const dtype_info *t, int op, size_t count, bool in_place, ui
 {
     const size_t bytes = count * t->size;
     memset(g_scratch, GUARD_FILL, bytes + 2 * GUARD_BYTES);
-    cuda_must(cu.htod(g_drecv_base, g_scratch, bytes + 2 * GUARD_BYTES), "cuMemcpyHtoD (guard)");
+    to_buffer(g_drecv_base, g_scratch, bytes + 2 * GUARD_BYTES, "cuMemcpyHtoD (guard)");
     t->gen(op, g_world_rank, 0, count, seed, g_in);
-    cuda_must(cu.htod(in_place ? g_drecv : g_dsend, g_in, bytes), "cuMemcpyHtoD (input)");
+    to_buffer(in_place ? g_drecv : g_dsend, g_in, bytes, "cuMemcpyHtoD (input)");
     compute_expected(t, op, g_size, count, seed, g_expected, g_scratch);
 }
 
@@ -193,10 +234,10 @@ static void prepare(const dtype_info *t, int op, size_t count, bool in_place, ui
 static void verify(const char *what, const dtype_info *t, size_t count, bool in_place)
 {
     const size_t bytes = count * t->size;
-    cuda_must(cu.dtoh(g_out, g_drecv_base, bytes + 2 * GUARD_BYTES), "cuMemcpyDtoH (result)");
+    from_buffer(g_out, g_drecv_base, bytes + 2 * GUARD_BYTES, "cuMemcpyDtoH (result)");
     const unsigned char *got = g_out + GUARD_BYTES;
     if (!in_place)
-        cuda_must(cu.dtoh(g_scratch, g_dsend, bytes), "cuMemcpyDtoH (send)");
+        from_buffer(g_scratch, g_dsend, bytes, "cuMemcpyDtoH (send)");
     size_t first_bad, nlib;
     bool ok = false;
     const size_t nbad = matrix_compare(t, count, g_expected, NULL, got, &first_bad, &nlib);
@@ -383,26 +424,17 @@ static void check_device_path(bool expect)
     unsigned long long v[PV_COUNT];
     for (int k = 0; k < PV_COUNT; k++)
         v[k] = pvars_read(&g_pvars, k);
-    const bool direct = g_pvars.found[PV_DEVICE];
-    bool derivable = true;
-    for (int k = PV_CALLS; k <= PV_HIER; k++)
-        derivable = derivable && g_pvars.found[k];
     const unsigned long long host = v[PV_NODE] + v[PV_RING] + v[PV_RD] + v[PV_HIER];
-    const unsigned long long device = direct ? v[PV_DEVICE] : v[PV_CALLS] > host ? v[PV_CALLS] - host : 0;
-    printf("[world rank %d] gpurdma: %llu calls, %llu on the device path (%s), %llu on the host path "
-           "(staged or host buffers); %lld device-buffer calls made\n",
-           g_world_rank, v[PV_CALLS], device,
-           direct      ? "coll_gpurdma_device_calls"
-           : derivable ? "calls - node - ring - rd - hier"
-                       : "unknown: gpurdma's MPI_T counters are missing",
-           host, g_device_buffer_calls);
+    printf("[world rank %d] gpurdma: %llu calls, %llu on the device path, %llu on the host path "
+           "(staged or host buffers); %lld calls made on %s buffers\n",
+           g_world_rank, v[PV_CALLS], v[PV_DEVICE], host, g_device_buffer_calls, g_host_buffers ? "host" : "GPU");
     fflush(stdout);
     if (!expect)
         return;
-    if (!direct && !derivable)
-        fail("--expect-device: gpurdma's MPI_T counters are missing (component not loaded?)");
-    else if (device == 0)
-        fail("--expect-device: none of the %lld device-buffer calls took gpurdma's device path (%llu gpurdma "
+    if (!g_pvars.found[PV_DEVICE])
+        fail("--expect-device: gpurdma's MPI_T counter coll_gpurdma_device_calls is missing (component not loaded?)");
+    else if (v[PV_DEVICE] == 0)
+        fail("--expect-device: none of the %lld GPU-buffer calls took gpurdma's device path (%llu gpurdma "
              "calls, %llu on the host path)",
              g_device_buffer_calls, v[PV_CALLS], host);
     else
@@ -414,7 +446,8 @@ static void check_device_path(bool expect)
 static void usage(void)
 {
     if (g_world_rank == 0)
-        fprintf(stderr, "usage: " PROGRAM " [--quick] [--max-bytes N] [--device-per-rank] [--expect-device]\n");
+        fprintf(stderr, "usage: " PROGRAM " [--quick] [--max-bytes N] [--device-per-rank] [--expect-device] "
+                        "[--host-ranks a,b]\n");
 }
 
 int main(int argc, char **argv)
@@ -440,6 +473,11 @@ int main(int argc, char **argv)
             device_per_rank = true;
         } else if (strcmp(argv[i], "--expect-device") == 0) {
             expect_device = true;
+        } else if (strcmp(argv[i], "--host-ranks") == 0 && i + 1 < argc) {
+            /* a comma-separated list of world ranks */
+            for (char *item = strtok(argv[++i], ","); item; item = strtok(NULL, ","))
+                if (atoi(item) == g_world_rank)
+                    g_host_buffers = true;
         } else {
             bad = true;
         }
@@ -476,8 +514,8 @@ int main(int argc, char **argv)
     g_strict = true; /* gpurdma's results must be the standard's */
     check_types(false);
     const size_t room = g_max_bytes + 2 * GUARD_BYTES;
-    cuda_must(cu.mem_alloc(&g_dsend, g_max_bytes), "cuMemAlloc (send)");
-    cuda_must(cu.mem_alloc(&g_drecv_base, room), "cuMemAlloc (receive)");
+    g_dsend = buffer_alloc(g_max_bytes, "cuMemAlloc (send)");
+    g_drecv_base = buffer_alloc(room, "cuMemAlloc (receive)");
     g_drecv = g_drecv_base + GUARD_BYTES;
     g_in = xmalloc(room);
     g_expected = xmalloc(room);
@@ -492,15 +530,15 @@ int main(int argc, char **argv)
     pvars_watch(&g_pvars, g_pvar_names, PV_COUNT);
     section_matrix();
     section_sizes();
-    check_device_path(expect_device);
+    check_device_path(expect_device && !g_host_buffers);
     pvars_done(&g_pvars);
 
     long long totals[3];
     check_totals(0, totals);
     MPI_Comm_free(&g_comm);
     MPI_Barrier(MPI_COMM_WORLD); /* every peer has let go of its IPC mappings of these */
-    cuda_must(cu.mem_free(g_dsend), "cuMemFree");
-    cuda_must(cu.mem_free(g_drecv_base), "cuMemFree");
+    buffer_free(g_dsend);
+    buffer_free(g_drecv_base);
     free(g_in);
     free(g_expected);
     free(g_out);

@@ -220,6 +220,18 @@ else
         USED_PATTERN="device buffers across nodes" run "device buffers 3+1+2 logical nodes" used 120 -- -np 6 \
             "${dev_on[@]}" --mca coll_gpurdma_logical_nodes 3,1,2 "$bin/device_check" --max-bytes 262144 \
             --device-per-rank --expect-device
+        # One node: every size on the device path (device_stage_max 0), then the default:
+        # up to 32 KiB staged through page-locked host memory, the device path above.
+        USED_PATTERN="device buffers: node stage on the GPU" run "device buffers one node np=3, every size on the GPU" \
+            used 120 -- -np 3 "${dev_on[@]}" --mca coll_gpurdma_device_stage_max 0 "$bin/device_check" \
+            --max-bytes 262144 --expect-device
+        USED_PATTERN="device buffers: node stage on the GPU" run "device buffers one node np=2, small ones staged" \
+            used 120 -- -np 2 "${dev_on[@]}" "$bin/device_check" --max-bytes 262144 --expect-device
+        # A node whose ranks mix host and GPU buffers agrees per call: rank 1's node
+        # stages every call and joins it on the host path; node 1 runs on its GPU(s).
+        USED_PATTERN="device buffers across nodes" run "host and device buffers on one node, 2x2" used 120 -- \
+            -np 4 "${dev_on[@]}" --mca coll_gpurdma_logical_nodes 2 "$bin/device_check" --max-bytes 262144 \
+            --host-ranks 1
     fi
 fi
 

@@ -79,6 +79,8 @@ static void register_counters(void)
         {"ring_calls", "Calls that took the ring", offsetof(gpurdma_comm_stats_t, ring_calls)},
         {"rd_calls", "Calls that took recursive doubling", offsetof(gpurdma_comm_stats_t, rd_calls)},
         {"hier_calls", "Calls that took the hierarchical allreduce", offsetof(gpurdma_comm_stats_t, hier_calls)},
+        {"device_calls", "Calls on GPU buffers that took a device path (not staged through host memory)",
+         offsetof(gpurdma_comm_stats_t, device_calls)},
         {"nonblocking_calls", "Of the calls, MPI_Iallreduce calls completed by gpurdma",
          offsetof(gpurdma_comm_stats_t, nonblocking_calls)},
         {"persistent_calls", "Of the calls, persistent allreduce starts (MPI_Start) completed by gpurdma",
