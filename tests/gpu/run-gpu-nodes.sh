@@ -4,8 +4,11 @@
 # every op x type against the host reference, in place and not, 1 element to 4 MiB
 # (several chunks, unequal slices), blocking, nonblocking and persistent; nodes of
 # host-buffer ranks beside nodes of device-buffer ranks, and ranks of one node that
-# mix them; a rank stopped in the middle of a call (every other rank must return an
-# error within the timeout).
+# mix them; calls staged whole through host memory (the ring forced), nonblocking and
+# persistent checks in turn, with slow copies, no start or test holding its caller
+# during a copy, and a copy outlasting the timeout (the error names the stage); a rank
+# stopped in the middle of a call (every other rank must return an error within the
+# timeout).
 # On a GPU (the launcher's probe) the ranks share GPU 0; otherwise the stand-in
 # libcuda.so.1 (tests/gpu/fake_cuda.cpp), built as run-gpu-tests.sh builds it, which
 # checks the protocol, not the CUDA kernels.
@@ -73,6 +76,20 @@ step "2x2, rank 1 passes host buffers beside its node peer's GPU buffers: that n
     --limit 120
 step "one node of 3, rank 2 passes host buffers (blocking, nonblocking, persistent)" --np 3 --logical-nodes 3 \
     --algorithm hier --host-ranks 2 --chunk-size 16384 --max-bytes 1048576 --timeout 5 --limit 120
+# Staged whole: asynchronous copies that the call's state machine polls (stand-in: each
+# copy still running when first polled), then the host ring, then the copies back.
+GPURDMA_FAKE_CUDA_COPY_GBPS=0.5 step "2x2, every call staged whole (ring), every check nonblocking, slow copies" \
+    --np 4 --logical-nodes 2 --algorithm ring --kind nonblocking --max-bytes 1048576 --expect-staged --limit 240
+GPURDMA_FAKE_CUDA_COPY_GBPS=0.5 step "2x2, every call staged whole (ring), every check persistent, slow copies" \
+    --np 4 --logical-nodes 2 --algorithm ring --kind persistent --max-bytes 1048576 --expect-staged --limit 240
+if [ -n "${GPURDMA_FAKE_CUDA_LEAKS:-}" ]; then
+    # 1 s per 64 KiB copy: a copy made inside iallreduce/start/test would hold it that long.
+    GPURDMA_FAKE_CUDA_COPY_GBPS=0.0000655 step "2x2, staged nonblocking and persistent calls never hold the caller in a copy" \
+        --np 4 --logical-nodes 2 --algorithm ring --hold-check --max-bytes 65536 --max-call-ms 400 --expect-staged \
+        --limit 120
+fi
+step "2x2, rank 1 passes host buffers beside its node peer's device buffers: errors within the timeout, never a wrong result" \
+    --np 4 --logical-nodes 2 --algorithm hier --host-ranks 1 --max-bytes 4096 --timeout 5 --expect-errors --limit 120
 step "2x2, rank 1 stops mid-call: errors within the 5 s timeout" --np 4 --logical-nodes 2 --algorithm hier \
     --chunk-size 16384 --max-bytes 4194304 --timeout 5 --stop-rank 1 --limit 120
 step "3+1+2, rank 4 stops mid-call: errors within the 5 s timeout" --np 6 --logical-nodes 3,1,2 --algorithm hier \
