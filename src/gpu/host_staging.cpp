@@ -67,8 +67,8 @@ Status HostStaging::enqueue_copy(void *dst, const void *src, size_t bytes)
     // A driver without cuMemcpyAsync (older than any that loads the kernels) copies synchronously.
     if (!d.api().memcpy_async) return d.copy(dst, src, bytes, ctx_);
     ContextScope scope(ctx_);
-    const int rc = d.api().memcpy_async(reinterpret_cast<CUdeviceptr>(dst), reinterpret_cast<CUdeviceptr>(src),
-                                        bytes, stream_);
+    const int rc =
+        d.api().memcpy_async(reinterpret_cast<CUdeviceptr>(dst), reinterpret_cast<CUdeviceptr>(src), bytes, stream_);
     if (rc != 0) return d.failure("cuMemcpyAsync", rc);
     copying_ = true;
     return Status::ok();

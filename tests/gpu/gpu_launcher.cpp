@@ -13,8 +13,9 @@
 //     host-buffer ranks beside nodes of device-buffer ranks).
 //     [--expect-errors]: calls may fail (at least one must), but a call that returns
 //     OK must be right (a node whose ranks mix host and device buffers).
-//   [--kind nonblocking|persistent]: every check as that kind of call (persistent: not
-//     in place, started twice), polled with gpurdma_request_test.
+//   [--kind nonblocking|persistent|mixed]: every check as that kind of call (persistent:
+//     not in place, started twice; mixed: the two in turn), polled with
+//     gpurdma_request_test.
 //   [--hold-check]: instead of the checks, one nonblocking and one persistent call of
 //     --max-bytes (checked); with --max-call-ms M, fail if one start or test held the
 //     caller longer (a copy made inside the progress step instead of polled shows here,
@@ -69,7 +70,7 @@ struct Options {
     int stop_rank = -1;  // >= 0: the stopped-peer check instead of the others
     std::vector<int> host_ranks;  // in device mode, these ranks pass host buffers (mixed nodes)
     bool expect_errors = false;  // calls may fail (never a wrong result with OK); at least one must
-    std::string kind = "blocking";  // of every check: blocking, nonblocking or persistent
+    std::string kind = "blocking";  // of every check: blocking, nonblocking, persistent or mixed
     bool hold_check = false;  // only the nonblocking and persistent calls of max_bytes
     double max_call_ms = 0;  // >0: the longest start or test allowed
     bool expect_staged = false;  // no device-buffer call may take the device path
@@ -142,7 +143,8 @@ struct Rank {
         for (int round = 0; round < (kind == Kind::Persistent ? 2 : 1) && st == GPURDMA_OK; ++round) {
             if (kind == Kind::Persistent && (st = timed([&] { return gpurdma_request_start(req); })) != GPURDMA_OK)
                 break;
-            while (!timed([&] { return gpurdma_request_test(req); })) sched_yield();  // the call's own timeout bounds it
+            while (!timed([&] { return gpurdma_request_test(req); }))
+                sched_yield();  // the call's own timeout bounds it
             st = result.status;
         }
         gpurdma_request_free(req);
@@ -226,12 +228,14 @@ struct Rank {
         return std::isfinite(fx) && std::isfinite(fy) && std::fabs(fx - fy) <= 4 * std::ldexp(std::fabs(fy), -10);
     }
 
-    Kind default_kind() const
+    Kind default_kind()
     {
+        if (opt.kind == "mixed") return ++mixed_calls % 2 ? Kind::Nonblocking : Kind::Persistent;
         return opt.kind == "nonblocking"  ? Kind::Nonblocking
                : opt.kind == "persistent" ? Kind::Persistent
                                           : Kind::Blocking;
     }
+    unsigned mixed_calls = 0;
 
     bool uses_device() const
     {
@@ -407,7 +411,8 @@ struct Rank {
                 longest_call_ms, opt.max_call_ms);
         }
         char longest[64] = "";
-        if (opt.max_call_ms > 0) std::snprintf(longest, sizeof longest, ", longest start or test %.1f ms", longest_call_ms);
+        if (opt.max_call_ms > 0)
+            std::snprintf(longest, sizeof longest, ", longest start or test %.1f ms", longest_call_ms);
         say("rank %d: %d checks, %d failures, %d expected errors, %llu of %llu calls on the GPU%s\n", rank, checks,
             failures, errors, static_cast<unsigned long long>(stats.device_calls),
             static_cast<unsigned long long>(stats.calls), longest);
@@ -518,7 +523,8 @@ bool parse(int argc, char **argv, Options *o)
             o->stop_rank = std::atoi(next());
         } else if (a == "--kind") {
             o->kind = next();
-            if (o->kind != "blocking" && o->kind != "nonblocking" && o->kind != "persistent") return false;
+            if (o->kind != "blocking" && o->kind != "nonblocking" && o->kind != "persistent" && o->kind != "mixed")
+                return false;
         } else if (a == "--hold-check") {
             o->hold_check = true;
         } else if (a == "--max-call-ms") {
@@ -574,7 +580,7 @@ int main(int argc, char **argv)
                      "usage: %s --mode host|device|probe [--np 2,4] [--max-bytes N] [--verbose V] [--expect-device] "
                      "[--bench] [--limit SECONDS] [--fake-hosts K] [--logical-nodes K|a,b,c] [--algorithm A] "
                      "[--chunk-size N] [--timeout S] [--stop-rank R] [--host-ranks a,b] [--expect-errors] "
-                     "[--kind nonblocking|persistent] [--hold-check] [--max-call-ms M] [--expect-staged]\n",
+                     "[--kind nonblocking|persistent|mixed] [--hold-check] [--max-call-ms M] [--expect-staged]\n",
                      argv[0]);
         return 2;
     }

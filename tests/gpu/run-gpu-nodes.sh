@@ -53,6 +53,10 @@ step() {
         failed=1
     fi
     [ $rc -eq 0 ] || { echo "FAIL: $what (exit $rc)"; failed=1; }
+    if [ -n "${want:-}" ] && ! printf '%s\n' "$out" | grep -qF -- "$want"; then
+        echo "FAIL: $what: no line says \"$want\""
+        failed=1
+    fi
 }
 
 small=(--chunk-size 16384 --max-bytes 4194304 --expect-device --limit 240)
@@ -78,15 +82,17 @@ step "one node of 3, rank 2 passes host buffers (blocking, nonblocking, persiste
     --algorithm hier --host-ranks 2 --chunk-size 16384 --max-bytes 1048576 --timeout 5 --limit 120
 # Staged whole: asynchronous copies that the call's state machine polls (stand-in: each
 # copy still running when first polled), then the host ring, then the copies back.
-GPURDMA_FAKE_CUDA_COPY_GBPS=0.5 step "2x2, every call staged whole (ring), every check nonblocking, slow copies" \
-    --np 4 --logical-nodes 2 --algorithm ring --kind nonblocking --max-bytes 1048576 --expect-staged --limit 240
-GPURDMA_FAKE_CUDA_COPY_GBPS=0.5 step "2x2, every call staged whole (ring), every check persistent, slow copies" \
-    --np 4 --logical-nodes 2 --algorithm ring --kind persistent --max-bytes 1048576 --expect-staged --limit 240
+GPURDMA_FAKE_CUDA_COPY_GBPS=0.5 step "2x2, every call staged whole (ring), nonblocking and persistent in turn, slow copies" \
+    --np 4 --logical-nodes 2 --algorithm ring --kind mixed --max-bytes 1048576 --expect-staged --limit 240
 if [ -n "${GPURDMA_FAKE_CUDA_LEAKS:-}" ]; then
     # 1 s per 64 KiB copy: a copy made inside iallreduce/start/test would hold it that long.
     GPURDMA_FAKE_CUDA_COPY_GBPS=0.0000655 step "2x2, staged nonblocking and persistent calls never hold the caller in a copy" \
         --np 4 --logical-nodes 2 --algorithm ring --hold-check --max-bytes 65536 --max-call-ms 400 --expect-staged \
         --limit 120
+    # 2 s per 128 KiB copy against a 1 s timeout: the error names the stage.
+    GPURDMA_FAKE_CUDA_COPY_GBPS=0.0000655 want="timed out after 1 s in GPU staging in" \
+        step "2x2, a staging copy outlasting the timeout: errors naming the stage" --np 4 --logical-nodes 2 \
+        --algorithm ring --hold-check --max-bytes 131072 --timeout 1 --expect-errors --limit 120
 fi
 step "2x2, rank 1 passes host buffers beside its node peer's device buffers: errors within the timeout, never a wrong result" \
     --np 4 --logical-nodes 2 --algorithm hier --host-ranks 1 --max-bytes 4096 --timeout 5 --expect-errors --limit 120

@@ -330,10 +330,7 @@ class PendingSend : public gpurdma::transport::PeerTransport {
 public:
     PendingSend(const char *src, size_t bytes, unsigned polls) : src_(src), bytes_(bytes), polls_(polls) {}
 
-    gpurdma::transport::Poll try_send(int, const void *, size_t) override
-    {
-        return gpurdma::transport::Poll::Failed;
-    }
+    gpurdma::transport::Poll try_send(int, const void *, size_t) override { return gpurdma::transport::Poll::Failed; }
     const void *try_receive(int, size_t) override { return nullptr; }
     void release(int) override {}
     bool source_busy(const void *ptr, size_t bytes) override
@@ -385,8 +382,7 @@ TEST(WaitUntilUnread, SendsReadingOtherMemoryDoNotHoldIt)
 {
     const std::string other(64, 'o'), mine(64, 'm');
     PendingSend send(other.data(), other.size(), 1000000);
-    const Status st =
-        wait_until_unread(loop(policy(false, 20)), send, {{mine.data(), mine.size()}}, "teardown");
+    const Status st = wait_until_unread(loop(policy(false, 20)), send, {{mine.data(), mine.size()}}, "teardown");
     EXPECT_TRUE(st.is_ok()) << st.message();
     EXPECT_TRUE(send.pending());
 }
