@@ -66,7 +66,10 @@ gpurdma_comm::gpurdma_comm(gpurdma_context *ctx, const gpurdma_comm_params_t &pa
       size(params.size),
       bootstrap(params.bootstrap),
       name(params.name ? params.name : "communicator"),
-      staging_(name)
+      staging_(name, ctx->config.timeout_s, &ctx->log,
+               [this](const gpurdma::algo::Call &host_call) -> gpurdma::algo::Algorithm * {
+                   return size > 1 ? &selector_->choose(host_call) : nullptr;
+               })
 {}
 
 gpurdma_comm::~gpurdma_comm()
@@ -233,10 +236,11 @@ Status gpurdma_comm::prepare(const gpurdma::algo::Call &call, bool device_buffer
     return Status::ok();
 }
 
-State gpurdma_comm::begin_host(gpurdma_request &r, const gpurdma::algo::Call &call, Phase phase)
+State gpurdma_comm::begin_host(gpurdma_request &r)
 {
+    const gpurdma::algo::Call &call = r.call;
     ++r.moves;
-    r.phase = phase;
+    r.phase = Phase::Host;
     if (size == 1) {  // a single rank: its data is the result
         if (!call.in_place())
             std::memmove(call.recvbuf, call.sendbuf, call.count * gpurdma::reduce::dtype_size(call.dtype));
@@ -264,12 +268,17 @@ State gpurdma_comm::begin_staged(gpurdma_request &r)
     // Every rank reaches this alike (the device path's answer is agreed). Without a host
     // path (its set-up declined) only a blocking call can still be handed on.
     if (size > 1 && !selector_) return State::Declined;
-    const Status in = staging_.stage_in(r.call, &r.host_call);
+    ++r.moves;
+    r.phase = Phase::Staged;
+    // The copies in are launched here; the staging algorithm polls them, then runs the host algorithm.
+    const Status in = staging_.start(r.call);
     if (!in.is_ok()) return failed(r, in);
-    const State st = begin_host(r, r.host_call, Phase::Staged);
-    if (st != State::Done) return st;
-    const Status out = staging_.stage_out(r.call);  // a single rank: done at once
-    return out.is_ok() ? State::Done : failed(r, out);
+    r.algorithm = &staging_;
+    if (context->log.enabled(2) && !context->on_progress_thread())
+        context->log.log(2, "%s: allreduce %zu x %s %s on GPU buffers: %s (call %llu)", name.c_str(), r.call.count,
+                         gpurdma_dtype_name(r.call.dtype), gpurdma_op_name(r.call.op), staging_.describe_call().c_str(),
+                         static_cast<unsigned long long>(stats.calls + 1));
+    return State::Running;
 }
 
 State gpurdma_comm::begin(gpurdma_request &r)
@@ -281,7 +290,7 @@ State gpurdma_comm::begin(gpurdma_request &r)
     r.number = ++calls_begun_;
     const gpurdma::algo::CallKinds *kinds = team_ ? team_->call_kinds() : nullptr;
     if (kinds) kinds->post(r.number, r.device);
-    if (!r.device) return begin_host(r, r.call, Phase::Host);
+    if (!r.device) return begin_host(r);
     ++r.moves;
     if (!kinds) return begin_device(r);
     r.phase = Phase::Agreeing;
@@ -355,14 +364,10 @@ State gpurdma_comm::advance_call(gpurdma_request &r)
         return begin_staged(r);
     }
     r.algorithm->finish();
-    tally(r.algorithm->counter());
+    if (const auto counter = r.algorithm->counter()) tally(counter);  // none: a staged call on a single rank
     if (team_ && r.phase != Phase::Device)
         tally(&gpurdma_comm_stats_t::bytes_put, team_->bytes_sent() - stats.bytes_put);
     r.algorithm = nullptr;
-    if (r.phase == Phase::Staged) {
-        const Status out = staging_.stage_out(r.call);
-        if (!out.is_ok()) return failed(r, out);
-    }
     return State::Done;
 }
 

@@ -112,10 +112,10 @@ private:
     // (algo/call_kinds.h), then the device path, or staging if a peer passes host memory.
     gpurdma::exec::State agree(gpurdma_request &request);
     gpurdma::exec::State begin_device(gpurdma_request &request);
-    // The device path declined or was unsupported: the call through host memory.
+    // The device path declined or was unsupported: the call through host memory (the
+    // staging algorithm: asynchronous copies in, the host algorithm, copies out).
     gpurdma::exec::State begin_staged(gpurdma_request &request);
-    gpurdma::exec::State begin_host(gpurdma_request &request, const gpurdma::algo::Call &call,
-                                    gpurdma_request::Phase phase);
+    gpurdma::exec::State begin_host(gpurdma_request &request);
     gpurdma::exec::State failed(gpurdma_request &request, const gpurdma::Status &status);
     // The loop that drives this call: the host team's (its placement's wait policy, UCX
     // progress), or, without a team, the device path's.
@@ -153,7 +153,8 @@ private:
     std::unique_ptr<gpurdma::algo::HostTeam> team_;
     std::unique_ptr<gpurdma::algo::Selector> selector_;  // released before the team it uses
     std::optional<gpurdma::exec::ProgressLoop> device_loop_;
-    gpurdma::gpu::HostStaging staging_;  // host copies of GPU buffers, kept between calls
+    // Host copies of GPU buffers (kept between calls), their stream and event; uses selector_.
+    gpurdma::gpu::HostStaging staging_;
     std::unique_ptr<gpurdma::gpu::DeviceAllreduce> device_;  // last: released first
     std::unique_ptr<gpurdma::gpu::DeviceHierarchical> device_hier_;  // uses team_: released before it
 

@@ -92,4 +92,27 @@ State Executor::advance()
     return transport_.sends_pending() ? State::Running : State::Done;
 }
 
+Status wait_until_unread(const ProgressLoop &loop, transport::PeerTransport &transport,
+                         const std::vector<SourceRange> &ranges, const std::string &what)
+{
+    struct Unread : Task {
+        transport::PeerTransport &transport;
+        const std::vector<SourceRange> &ranges;
+        const std::string &what;
+        Unread(transport::PeerTransport &t, const std::vector<SourceRange> &r, const std::string &w)
+            : transport(t), ranges(r), what(w)
+        {}
+        State advance() override
+        {
+            for (const SourceRange &r : ranges)
+                if (transport.source_busy(r.ptr, r.bytes)) return State::Running;
+            return State::Done;
+        }
+        uint64_t position() const override { return 0; }  // only completion counts
+        std::string describe_wait() const override { return what; }
+        std::string describe_failure() const override { return what; }
+    } unread(transport, ranges, what);
+    return loop.run(unread);
+}
+
 }  // namespace gpurdma::exec

@@ -6,7 +6,10 @@
 
 #include <cstddef>
 #include <string>
+#include <vector>
 
+#include "base/status.h"
+#include "exec/progress.h"
 #include "exec/task.h"
 #include "gpurdma/gpurdma.h"
 #include "plan/schedule.h"
@@ -43,5 +46,19 @@ private:
     size_t pc_ = 0;
     std::string error_;
 };
+
+// Memory that an abandoned schedule's sends may still read.
+struct SourceRange {
+    const void *ptr;
+    size_t bytes;
+};
+
+// Before memory that a failed call's sends may still read is freed (or reused): drives
+// the network under `loop` until no send on `transport` reads any of `ranges`. A send
+// under way cannot be recalled, only completed; an executor that failed or was
+// abandoned mid-schedule may leave some. Bounded by the loop's timeout (the error's
+// message names `what`, e.g. "teardown, waiting for ...").
+Status wait_until_unread(const ProgressLoop &loop, transport::PeerTransport &transport,
+                         const std::vector<SourceRange> &ranges, const std::string &what);
 
 }  // namespace gpurdma::exec

@@ -38,7 +38,48 @@ DeviceHierarchical::DeviceHierarchical(DeviceSetup setup, algo::HostTeam &host) 
 DeviceHierarchical::~DeviceHierarchical()
 {
     exec_.reset();
+    std::string why;
+    if (!chunks_.empty() && !chunks_unused(&why)) {
+        // Freeing memory that a copy or a send still uses is undefined (a NIC may read
+        // reused pages): after a peer stuck past the timeout, the buffers stay allocated.
+        if (setup_.log)
+            setup_.log->log(0, "%s: rank %d: chunk buffers still in use at release, kept: %s", setup_.name.c_str(),
+                            setup_.rank, why.c_str());
+        for (auto &c : chunks_) (void)c.buffer.release();
+    }
     chunks_.clear();  // events and page-locked memory before the team's stream and context
+}
+
+// A failed call may leave copies on the stream and rail sends (puts, active messages)
+// reading a chunk buffer: both are waited for, under the host team's loop (network
+// progress, the timeout), before the buffers go.
+bool DeviceHierarchical::chunks_unused(std::string *why)
+{
+    struct CopiesDone : exec::Task {
+        DeviceTeam &team;
+        explicit CopiesDone(DeviceTeam &t) : team(t) {}
+        exec::State advance() override
+        {
+            bool done = false;
+            // A failing query: the stream's work will never run (a sticky error).
+            return !team.stream_done(&done).is_ok() || done ? exec::State::Done : exec::State::Running;
+        }
+        uint64_t position() const override { return 0; }
+        std::string describe_wait() const override
+        {
+            return "device hierarchical teardown, waiting for a failed call's copies on the stream";
+        }
+        std::string describe_failure() const override { return describe_wait(); }
+    } copies(*team_);
+    Status st = host_.loop().run(copies);
+    std::vector<exec::SourceRange> ranges;
+    for (const auto &c : chunks_) ranges.push_back({c.buffer->data(), c.buffer->size()});
+    if (st.is_ok())
+        st = exec::wait_until_unread(
+            host_.loop(), host_.router(), ranges,
+            "device hierarchical teardown, waiting for a failed call's rail sends to stop reading the chunk buffers");
+    *why = st.message();
+    return st.is_ok();
 }
 
 bool DeviceHierarchical::takes(const algo::Call &call) const

@@ -87,6 +87,9 @@ private:
         std::chrono::steady_clock::time_point since;
     };
 
+    // At release: whether no copy or send uses the chunk buffers any more (waited for,
+    // bounded by the timeout; *why says what was still running if not).
+    bool chunks_unused(std::string *why);
     Status ready_for(const algo::Call &call, PointerInfo *sinfo, PointerInfo *rinfo);
     Status set_up(const PointerInfo &first_buffer);
     void log_mode() const;

@@ -1,12 +1,32 @@
 #include "gpu/host_staging.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
+#include <thread>
 
-#include "gpu/cuda_driver.h"
+#include "base/text.h"
 #include "reduce/reduce.h"
 
 namespace gpurdma::gpu {
+
+HostStaging::HostStaging(std::string name, double timeout_s, const Logger *log, Chooser choose)
+    : name_(std::move(name)), timeout_s_(timeout_s), log_(log), choose_(std::move(choose))
+{}
+
+HostStaging::~HostStaging()
+{
+    if (copying_ && !copies_done()) {
+        // Freeing page-locked memory that a copy still reads or writes is undefined:
+        // a stuck GPU keeps it (logged) rather than have it reused under the copy.
+        if (log_)
+            log_->log(0, "%s: a staging copy was still running after %.0f s at release: its host copies are kept",
+                      name_.c_str(), timeout_s_);
+        (void)send_.release();
+        (void)recv_.release();
+    }
+    release_stream();
+}
 
 void HostStaging::reserve(std::unique_ptr<PinnedBuffer> *buffer, size_t bytes, CUcontext ctx)
 {
@@ -16,41 +36,203 @@ void HostStaging::reserve(std::unique_ptr<PinnedBuffer> *buffer, size_t bytes, C
     *buffer = std::make_unique<PinnedBuffer>(std::max<size_t>({bytes, grown, 64}), ctx, &why_);
 }
 
-Status HostStaging::stage_in(const algo::Call &call, algo::Call *staged)
+void HostStaging::use_context(CUcontext ctx)
 {
-    const auto &cuda = CudaDriver::instance();
-    const bool in_place = call.sendbuf == nullptr || call.sendbuf == call.recvbuf;
-    const PointerInfo &rinfo = rinfo_ = cuda.query(call.recvbuf);
-    const PointerInfo sinfo = in_place ? rinfo : cuda.query(call.sendbuf);
-    const size_t bytes = call.count * reduce::dtype_size(call.dtype);
-    reserve(&recv_, bytes, rinfo.kind == MemoryKind::Device ? rinfo.context : sinfo.context);
-    algo::Call &host = *staged = call;
-    host.recvbuf = recv_->data();
-    host.sendbuf = nullptr;
-    if (in_place) {
-        const Status copied = cuda.copy(recv_->data(), call.recvbuf, bytes, rinfo.context);
-        if (!copied.is_ok()) return copied.prefixed(name_ + ": staging the GPU buffer to host: ");
-    } else if (sinfo.kind == MemoryKind::Device) {
-        reserve(&send_, bytes, sinfo.context);
-        const Status copied = cuda.copy(send_->data(), call.sendbuf, bytes, sinfo.context);
-        if (!copied.is_ok()) return copied.prefixed(name_ + ": staging the GPU send buffer to host: ");
-        host.sendbuf = send_->data();
-    } else {
-        host.sendbuf = call.sendbuf;
+    if (fence_ && ctx == ctx_) return;
+    release_stream();
+    ctx_ = ctx;
+    const auto &api = CudaDriver::instance().api();
+    if (api.stream_create) {
+        ContextScope scope(ctx_);
+        own_stream_ = api.stream_create(&stream_, kStreamNonBlocking) == 0;
     }
+    if (!own_stream_) stream_ = nullptr;  // the legacy stream: still asynchronous to the host
+    fence_ = std::make_unique<CopyFence>(ctx_, stream_);
+}
+
+void HostStaging::release_stream()
+{
+    fence_.reset();
+    if (own_stream_) {
+        ContextScope scope(ctx_);
+        CudaDriver::instance().api().stream_destroy(stream_);
+    }
+    stream_ = nullptr;
+    own_stream_ = false;
+}
+
+Status HostStaging::enqueue_copy(void *dst, const void *src, size_t bytes)
+{
+    const auto &d = CudaDriver::instance();
+    // A driver without cuMemcpyAsync (older than any that loads the kernels) copies synchronously.
+    if (!d.api().memcpy_async) return d.copy(dst, src, bytes, ctx_);
+    ContextScope scope(ctx_);
+    const int rc =
+        d.api().memcpy_async(reinterpret_cast<CUdeviceptr>(dst), reinterpret_cast<CUdeviceptr>(src), bytes, stream_);
+    if (rc != 0) return d.failure("cuMemcpyAsync", rc);
+    copying_ = true;
     return Status::ok();
 }
 
-Status HostStaging::stage_out(const algo::Call &call)
+Status HostStaging::fence()
 {
-    const size_t bytes = call.count * reduce::dtype_size(call.dtype);
-    if (rinfo_.kind == MemoryKind::Device) {
-        const Status copied = CudaDriver::instance().copy(call.recvbuf, recv_->data(), bytes, rinfo_.context);
-        if (!copied.is_ok()) return copied.prefixed(name_ + ": copying the result to the GPU: ");
+    return copying_ ? fence_->record() : Status::ok();
+}
+
+Status HostStaging::poll_copies()
+{
+    bool done = false;
+    const Status polled = fence_->reached(&done);
+    if (done) copying_ = false;
+    return polled;
+}
+
+Status HostStaging::start(const algo::Call &call)
+{
+    const auto &cuda = CudaDriver::instance();
+    const bool in_place = call.sendbuf == nullptr || call.sendbuf == call.recvbuf;
+    call_ = call;
+    failure_.clear();
+    algorithm_ = nullptr;
+    rinfo_ = cuda.query(call.recvbuf);
+    const PointerInfo sinfo = in_place ? rinfo_ : cuda.query(call.sendbuf);
+    bytes_ = call.count * reduce::dtype_size(call.dtype);
+    const CUcontext ctx = rinfo_.kind == MemoryKind::Device ? rinfo_.context : sinfo.context;
+    use_context(ctx);
+    reserve(&recv_, bytes_, ctx);
+    host_ = call;
+    host_.recvbuf = recv_->data();
+    host_.sendbuf = nullptr;
+    if (in_place) {
+        const Status copied = enqueue_copy(recv_->data(), call.recvbuf, bytes_);
+        if (!copied.is_ok()) return copied.prefixed(name_ + ": staging in the GPU buffer: ");
+    } else if (sinfo.kind == MemoryKind::Device) {
+        reserve(&send_, bytes_, sinfo.context);
+        const Status copied = enqueue_copy(send_->data(), call.sendbuf, bytes_);
+        if (!copied.is_ok()) return copied.prefixed(name_ + ": staging in the GPU send buffer: ");
+        host_.sendbuf = send_->data();
     } else {
-        std::memcpy(call.recvbuf, recv_->data(), bytes);
+        host_.sendbuf = call.sendbuf;
     }
+    const Status fenced = fence();
+    if (!fenced.is_ok()) return fenced.prefixed(name_ + ": staging in: ");
+    step_ = Step::In;
+    ++moves_;
     return Status::ok();
+}
+
+exec::State HostStaging::fail(const std::string &what)
+{
+    failure_ = what;
+    step_ = Step::Failed;
+    return exec::State::Failed;
+}
+
+exec::State HostStaging::stage_out()
+{
+    ++moves_;
+    if (rinfo_.kind != MemoryKind::Device) {  // a host receive buffer beside a GPU send buffer
+        std::memcpy(call_.recvbuf, recv_->data(), bytes_);
+        step_ = Step::Done;
+        return exec::State::Done;
+    }
+    Status copied = enqueue_copy(call_.recvbuf, recv_->data(), bytes_);
+    if (copied.is_ok()) copied = fence();
+    if (!copied.is_ok()) return fail("staging out, copying the result to the GPU: " + copied.message());
+    step_ = Step::Out;
+    return advance();
+}
+
+exec::State HostStaging::advance()
+{
+    switch (step_) {
+        case Step::In: {
+            if (copying_) {
+                const Status polled = poll_copies();
+                if (!polled.is_ok()) return fail("staging in: " + polled.message());
+                if (copying_) return exec::State::Running;
+            }
+            ++moves_;
+            algorithm_ = choose_(host_);
+            if (!algorithm_) {  // a single rank: its data is the result
+                if (!host_.in_place()) std::memmove(host_.recvbuf, host_.sendbuf, bytes_);
+                return stage_out();
+            }
+            const Status started = algorithm_->start(host_);
+            if (!started.is_ok()) return fail(started.message());
+            step_ = Step::Host;
+            return advance();
+        }
+        case Step::Host: {
+            const exec::State st = algorithm_->advance();
+            if (st == exec::State::Running) return st;
+            if (st != exec::State::Done) return fail(algorithm_->describe_failure());
+            algorithm_->finish();
+            moves_ += algorithm_->position();
+            return stage_out();
+        }
+        case Step::Out: {
+            const Status polled = poll_copies();
+            if (!polled.is_ok()) return fail("staging out: " + polled.message());
+            if (copying_) return exec::State::Running;
+            ++moves_;
+            step_ = Step::Done;
+            return exec::State::Done;
+        }
+        case Step::Done: return exec::State::Done;
+        case Step::Failed: return exec::State::Failed;
+        case Step::Idle: break;
+    }
+    return fail("GPU staging: advanced without a started call");
+}
+
+bool HostStaging::copies_done()
+{
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s_);
+    for (;;) {
+        bool done = false;
+        // A failing query means the stream's work will never run (a sticky error): nothing left to wait for.
+        if (!fence_->reached(&done).is_ok() || done) return true;
+        if (std::chrono::steady_clock::now() > deadline) return false;
+        std::this_thread::yield();
+    }
+}
+
+uint64_t HostStaging::position() const
+{
+    return moves_ + (step_ == Step::Host ? algorithm_->position() : 0);
+}
+
+std::string HostStaging::describe_wait() const
+{
+    const std::string copy = format_bytes(bytes_) + " on this rank's stream";
+    switch (step_) {
+        case Step::In: return "GPU staging in, waiting for the copy of the GPU data to host memory (" + copy + ")";
+        case Step::Host: return algorithm_->describe_wait();
+        case Step::Out: return "GPU staging out, waiting for the copy of the result back to the GPU (" + copy + ")";
+        default: return "GPU staging";
+    }
+}
+
+std::string HostStaging::describe_failure() const
+{
+    return failure_;
+}
+
+void HostStaging::finish()
+{
+    step_ = Step::Idle;
+}
+
+uint64_t gpurdma_comm_stats_t::*HostStaging::counter() const
+{
+    return algorithm_ ? algorithm_->counter() : nullptr;
+}
+
+std::string HostStaging::describe_call() const
+{
+    const std::string memory = why_.empty() ? "page-locked host memory" : "pageable host memory (" + why_ + ")";
+    return "staged through " + memory + ", copies on the communicator's stream, then the host path";
 }
 
 }  // namespace gpurdma::gpu

@@ -13,6 +13,14 @@
 //     host-buffer ranks beside nodes of device-buffer ranks).
 //     [--expect-errors]: calls may fail (at least one must), but a call that returns
 //     OK must be right (a node whose ranks mix host and device buffers).
+//   [--kind nonblocking|persistent|mixed]: every check as that kind of call (persistent:
+//     not in place, started twice; mixed: the two in turn), polled with
+//     gpurdma_request_test.
+//   [--hold-check]: instead of the checks, one nonblocking and one persistent call of
+//     --max-bytes (checked); with --max-call-ms M, fail if one start or test held the
+//     caller longer (a copy made inside the progress step instead of polled shows here,
+//     with the stand-in's copies slowed far beyond M).
+//   [--expect-staged]: fail unless every device-buffer call staged through host memory.
 //
 // host: host buffers (runs anywhere). device: cuMemAlloc'd buffers on GPU 0 shared by
 // all ranks, the CUDA driver loaded at run time like the component does. It checks
@@ -62,6 +70,10 @@ struct Options {
     int stop_rank = -1;  // >= 0: the stopped-peer check instead of the others
     std::vector<int> host_ranks;  // in device mode, these ranks pass host buffers (mixed nodes)
     bool expect_errors = false;  // calls may fail (never a wrong result with OK); at least one must
+    std::string kind = "blocking";  // of every check: blocking, nonblocking, persistent or mixed
+    bool hold_check = false;  // only the nonblocking and persistent calls of max_bytes
+    double max_call_ms = 0;  // >0: the longest start or test allowed
+    bool expect_staged = false;  // no device-buffer call may take the device path
 };
 
 // ---- one rank
@@ -72,6 +84,7 @@ struct Rank {
     gpurdma_bootstrap_t boot{};
     gpurdma_comm_t *comm = nullptr;
     int checks = 0, failures = 0, errors = 0;
+    double longest_call_ms = 0;  // the longest iallreduce/init/start/test, nonblocking and persistent
     CUdeviceptr dsend = 0, drecv = 0;
     size_t dbytes = 0;
 
@@ -104,6 +117,14 @@ struct Rank {
     gpurdma_status_t call(Kind kind, const void *s, void *r, size_t count, gpurdma_dtype_t d, gpurdma_op_t op)
     {
         if (kind == Kind::Blocking) return gpurdma_allreduce(comm, s, r, count, d, op);
+        // How long one call into the library held this thread.
+        auto timed = [this](auto &&fn) {
+            const auto t0 = Clock::now();
+            auto rc = fn();
+            longest_call_ms =
+                std::max(longest_call_ms, std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+            return rc;
+        };
         struct Result {
             gpurdma_status_t status = GPURDMA_ERR_NO_RESOURCE;
             int calls = 0;
@@ -114,22 +135,31 @@ struct Rank {
             ++res->calls;
         };
         gpurdma_request_t *req = nullptr;
-        gpurdma_status_t st = kind == Kind::Nonblocking
-                                  ? gpurdma_iallreduce(comm, s, r, count, d, op, done, &result, &req)
-                                  : gpurdma_allreduce_init(comm, s, r, count, d, op, done, &result, &req);
+        gpurdma_status_t st = timed([&] {
+            return kind == Kind::Nonblocking ? gpurdma_iallreduce(comm, s, r, count, d, op, done, &result, &req)
+                                             : gpurdma_allreduce_init(comm, s, r, count, d, op, done, &result, &req);
+        });
         if (st != GPURDMA_OK) return st;
         for (int round = 0; round < (kind == Kind::Persistent ? 2 : 1) && st == GPURDMA_OK; ++round) {
-            if (kind == Kind::Persistent && (st = gpurdma_request_start(req)) != GPURDMA_OK) break;
-            while (!gpurdma_request_test(req)) sched_yield();  // the call's own timeout bounds it
+            if (kind == Kind::Persistent && (st = timed([&] { return gpurdma_request_start(req); })) != GPURDMA_OK)
+                break;
+            while (!timed([&] { return gpurdma_request_test(req); }))
+                sched_yield();  // the call's own timeout bounds it
             st = result.status;
         }
         gpurdma_request_free(req);
         return st;
     }
 
-    void check(gpurdma_op_t op, gpurdma_dtype_t d, size_t count, bool in_place, uint64_t seed,
-               Kind kind = Kind::Blocking)
+    void check(gpurdma_op_t op, gpurdma_dtype_t d, size_t count, bool in_place, uint64_t seed)
     {
+        check(op, d, count, in_place, seed, default_kind());
+    }
+    void check(gpurdma_op_t op, gpurdma_dtype_t d, size_t count, bool in_place, uint64_t seed, Kind kind)
+    {
+        // In place and started twice (persistent), the second call would reduce the
+        // first one's result: persistent calls here are never in place.
+        in_place = in_place && kind != Kind::Persistent;
         const size_t es = gpurdma_dtype_size(d), bytes = count * es;
         std::vector<char> mine(bytes), want(bytes), tmp(bytes), got(bytes);
         fill(d, rank, seed, mine.data(), count);
@@ -147,8 +177,6 @@ struct Rank {
             const auto &api = CudaDriver::instance().api();
             if (ensure_device(bytes ? bytes : 1)) {
                 api.memcpy_sync(in_place ? drecv : dsend, reinterpret_cast<CUdeviceptr>(mine.data()), bytes);
-                // In place and started twice (persistent), the second call would reduce the
-                // first one's result: persistent calls here are never in place.
                 st = call(kind, in_place ? nullptr : reinterpret_cast<void *>(dsend), reinterpret_cast<void *>(drecv),
                           count, d, op);
                 api.memcpy_sync(reinterpret_cast<CUdeviceptr>(got.data()), drecv, bytes);
@@ -199,6 +227,15 @@ struct Rank {
         const double fx = double(x), fy = double(y);
         return std::isfinite(fx) && std::isfinite(fy) && std::fabs(fx - fy) <= 4 * std::ldexp(std::fabs(fy), -10);
     }
+
+    Kind default_kind()
+    {
+        if (opt.kind == "mixed") return ++mixed_calls % 2 ? Kind::Nonblocking : Kind::Persistent;
+        return opt.kind == "nonblocking"  ? Kind::Nonblocking
+               : opt.kind == "persistent" ? Kind::Persistent
+                                          : Kind::Blocking;
+    }
+    unsigned mixed_calls = 0;
 
     bool uses_device() const
     {
@@ -298,6 +335,12 @@ struct Rank {
             return 1;
         }
         if (opt.stop_rank >= 0) return finish(stop_check(), ctx, dev);
+        if (opt.hold_check) {
+            check(GPURDMA_SUM, GPURDMA_FLOAT, 1, false, 1, Kind::Blocking);  // the set-ups, not timed
+            check(GPURDMA_SUM, GPURDMA_FLOAT, std::max<size_t>(opt.max_bytes / 4, 1), false, 3, Kind::Nonblocking);
+            check(GPURDMA_SUM, GPURDMA_INT32, std::max<size_t>(opt.max_bytes / 4, 1), false, 5, Kind::Persistent);
+            return finish(summary(), ctx, dev);
+        }
         // Every supported op x type at a few sizes (including the long double family,
         // which stages through host memory in device mode).
         uint64_t seed = 1;
@@ -341,6 +384,12 @@ struct Rank {
                 check(GPURDMA_SUM, GPURDMA_DOUBLE, count, false, ++seed, Kind::Persistent);
             }
         }
+        return finish(summary(), ctx, dev);
+    }
+
+    // The checks on the whole run, its summary line; 0 if every check passed.
+    int summary()
+    {
         gpurdma_comm_stats_t stats;
         gpurdma_comm_get_stats(comm, &stats);
         if (opt.expect_errors && errors == 0) {
@@ -351,10 +400,23 @@ struct Rank {
             ++failures;
             say("FAIL rank %d: no call took the device path (run with --verbose 1 for why)\n", rank);
         }
-        say("rank %d: %d checks, %d failures, %d expected errors, %llu of %llu calls on the GPU\n", rank, checks,
+        if (opt.expect_staged && (stats.device_calls != 0 || stats.calls == 0)) {
+            ++failures;
+            say("FAIL rank %d: %llu of %llu calls took the device path, every one should have staged\n", rank,
+                static_cast<unsigned long long>(stats.device_calls), static_cast<unsigned long long>(stats.calls));
+        }
+        if (opt.max_call_ms > 0 && longest_call_ms > opt.max_call_ms) {
+            ++failures;
+            say("FAIL rank %d: one start or test held the caller %.1f ms (at most %.0f ms allowed)\n", rank,
+                longest_call_ms, opt.max_call_ms);
+        }
+        char longest[64] = "";
+        if (opt.max_call_ms > 0)
+            std::snprintf(longest, sizeof longest, ", longest start or test %.1f ms", longest_call_ms);
+        say("rank %d: %d checks, %d failures, %d expected errors, %llu of %llu calls on the GPU%s\n", rank, checks,
             failures, errors, static_cast<unsigned long long>(stats.device_calls),
-            static_cast<unsigned long long>(stats.calls));
-        return finish(failures ? 1 : 0, ctx, dev);
+            static_cast<unsigned long long>(stats.calls), longest);
+        return failures ? 1 : 0;
     }
 
     int finish(int rc, gpurdma_context_t *ctx, gpurdma::gpu::CUdevice dev)
@@ -459,6 +521,16 @@ bool parse(int argc, char **argv, Options *o)
             o->expect_errors = true;
         } else if (a == "--stop-rank") {
             o->stop_rank = std::atoi(next());
+        } else if (a == "--kind") {
+            o->kind = next();
+            if (o->kind != "blocking" && o->kind != "nonblocking" && o->kind != "persistent" && o->kind != "mixed")
+                return false;
+        } else if (a == "--hold-check") {
+            o->hold_check = true;
+        } else if (a == "--max-call-ms") {
+            o->max_call_ms = std::atof(next());
+        } else if (a == "--expect-staged") {
+            o->expect_staged = true;
         } else if (a == "--limit") {
             o->limit_s = std::atof(next());
         } else {
@@ -507,7 +579,8 @@ int main(int argc, char **argv)
         std::fprintf(stderr,
                      "usage: %s --mode host|device|probe [--np 2,4] [--max-bytes N] [--verbose V] [--expect-device] "
                      "[--bench] [--limit SECONDS] [--fake-hosts K] [--logical-nodes K|a,b,c] [--algorithm A] "
-                     "[--chunk-size N] [--timeout S] [--stop-rank R] [--host-ranks a,b] [--expect-errors]\n",
+                     "[--chunk-size N] [--timeout S] [--stop-rank R] [--host-ranks a,b] [--expect-errors] "
+                     "[--kind nonblocking|persistent|mixed] [--hold-check] [--max-call-ms M] [--expect-staged]\n",
                      argv[0]);
         return 2;
     }

@@ -4,8 +4,11 @@
 # every op x type against the host reference, in place and not, 1 element to 4 MiB
 # (several chunks, unequal slices), blocking, nonblocking and persistent; nodes of
 # host-buffer ranks beside nodes of device-buffer ranks, and ranks of one node that
-# mix them; a rank stopped in the middle of a call (every other rank must return an
-# error within the timeout).
+# mix them; calls staged whole through host memory (the ring forced), nonblocking and
+# persistent checks in turn, with slow copies, no start or test holding its caller
+# during a copy, and a copy outlasting the timeout (the error names the stage); a rank
+# stopped in the middle of a call (every other rank must return an error within the
+# timeout).
 # On a GPU (the launcher's probe) the ranks share GPU 0; otherwise the stand-in
 # libcuda.so.1 (tests/gpu/fake_cuda.cpp), built as run-gpu-tests.sh builds it, which
 # checks the protocol, not the CUDA kernels.
@@ -50,6 +53,10 @@ step() {
         failed=1
     fi
     [ $rc -eq 0 ] || { echo "FAIL: $what (exit $rc)"; failed=1; }
+    if [ -n "${want:-}" ] && ! printf '%s\n' "$out" | grep -qF -- "$want"; then
+        echo "FAIL: $what: no line says \"$want\""
+        failed=1
+    fi
 }
 
 small=(--chunk-size 16384 --max-bytes 4194304 --expect-device --limit 240)
@@ -73,6 +80,20 @@ step "2x2, rank 1 passes host buffers beside its node peer's GPU buffers: that n
     --limit 120
 step "one node of 3, rank 2 passes host buffers (blocking, nonblocking, persistent)" --np 3 --logical-nodes 3 \
     --algorithm hier --host-ranks 2 --chunk-size 16384 --max-bytes 1048576 --timeout 5 --limit 120
+# Staged whole: asynchronous copies that the call's state machine polls (stand-in: each
+# copy still running when first polled), then the host ring, then the copies back.
+GPURDMA_FAKE_CUDA_COPY_GBPS=0.5 step "2x2, every call staged whole (ring), nonblocking and persistent in turn, slow copies" \
+    --np 4 --logical-nodes 2 --algorithm ring --kind mixed --max-bytes 1048576 --expect-staged --limit 240
+if [ -n "${GPURDMA_FAKE_CUDA_LEAKS:-}" ]; then
+    # 1 s per 64 KiB copy: a copy made inside iallreduce/start/test would hold it that long.
+    GPURDMA_FAKE_CUDA_COPY_GBPS=0.0000655 step "2x2, staged nonblocking and persistent calls never hold the caller in a copy" \
+        --np 4 --logical-nodes 2 --algorithm ring --hold-check --max-bytes 65536 --max-call-ms 400 --expect-staged \
+        --limit 120
+    # 2 s per 128 KiB copy against a 1 s timeout: the error names the stage.
+    GPURDMA_FAKE_CUDA_COPY_GBPS=0.0000655 want="timed out after 1 s in GPU staging in" \
+        step "2x2, a staging copy outlasting the timeout: errors naming the stage" --np 4 --logical-nodes 2 \
+        --algorithm ring --hold-check --max-bytes 131072 --timeout 1 --expect-errors --limit 120
+fi
 step "2x2, rank 1 stops mid-call: errors within the 5 s timeout" --np 4 --logical-nodes 2 --algorithm hier \
     --chunk-size 16384 --max-bytes 4194304 --timeout 5 --stop-rank 1 --limit 120
 step "3+1+2, rank 4 stops mid-call: errors within the 5 s timeout" --np 6 --logical-nodes 3,1,2 --algorithm hier \

@@ -1,7 +1,8 @@
 // The one wait loop (exec/progress.h) driving fake tasks in one process: completion,
 // the timeout (when, and its message naming stage, peer, rank and host), the idle
 // clock restarting on movement, failure and decline, network polling while idle, and
-// when it spins or yields.
+// when it spins or yields; and the wait for sends still reading memory before it is
+// freed (exec::wait_until_unread).
 //
 // Yields are counted exactly: this program's sched_yield (which std::this_thread::yield
 // calls) counts, then makes the system call. Context-switch counts cannot tell: a
@@ -22,8 +23,10 @@
 #include <thread>
 
 #include "base/status.h"
+#include "exec/executor.h"
 #include "exec/progress.h"
 #include "exec/task.h"
+#include "transport/transport.h"
 
 using gpurdma::Status;
 using namespace gpurdma::exec;  // the loop under test and its task interface
@@ -317,4 +320,83 @@ TEST(ProgressLoop, MovementRestoresSpinning)
     EXPECT_TRUE(loop(policy(false, 20)).run(task).is_ok());
     EXPECT_GT(before_move - before, 0u) << "it yielded during the long idle wait";
     EXPECT_EQ(at_move, 0u) << "no yield in the short wait after the movement";
+}
+
+namespace {
+
+// One send under way that reads its source only when it completes (a zero-copy put),
+// after `polls` network polls; until then source_busy() reports its range.
+class PendingSend : public gpurdma::transport::PeerTransport {
+public:
+    PendingSend(const char *src, size_t bytes, unsigned polls) : src_(src), bytes_(bytes), polls_(polls) {}
+
+    gpurdma::transport::Poll try_send(int, const void *, size_t) override { return gpurdma::transport::Poll::Failed; }
+    const void *try_receive(int, size_t) override { return nullptr; }
+    void release(int) override {}
+    bool source_busy(const void *ptr, size_t bytes) override
+    {
+        const char *lo = static_cast<const char *>(ptr);
+        return pending() && lo < src_ + bytes_ && src_ < lo + bytes;
+    }
+    bool sends_pending() override { return pending(); }
+    bool failed() const override { return false; }
+    const char *error() const override { return ""; }
+
+    // The network: the send completes (reads its source) at the last poll.
+    unsigned progress()
+    {
+        if (polls_ > 0 && --polls_ == 0) wire.assign(src_, src_ + bytes_);
+        return 0;
+    }
+    bool pending() const { return polls_ > 0; }
+
+    std::string wire;  // what the send read
+
+private:
+    const char *src_;
+    size_t bytes_;
+    unsigned polls_;
+};
+
+}  // namespace
+
+TEST(WaitUntilUnread, ReturnsOnlyOnceNoSendReadsTheMemory)
+{
+    // A failed call's chunk buffer: freed right after the wait. Had the wait returned
+    // with the send still pending, the send would read freed memory at its completion
+    // (AddressSanitizer: heap-use-after-free) and the checks below fail anyway.
+    for (const WaitPolicy &p : kPolicies) {
+        auto buffer = std::make_unique<std::string>(4096, 'x');
+        PendingSend send(buffer->data(), buffer->size(), 300);
+        const Status st = wait_until_unread(loop(p, [&] { return send.progress(); }), send,
+                                            {{buffer->data(), buffer->size()}}, "teardown");
+        EXPECT_TRUE(st.is_ok()) << st.message();
+        EXPECT_FALSE(send.pending());
+        EXPECT_EQ(send.wire, *buffer);
+        buffer.reset();
+        send.progress();
+    }
+}
+
+TEST(WaitUntilUnread, SendsReadingOtherMemoryDoNotHoldIt)
+{
+    const std::string other(64, 'o'), mine(64, 'm');
+    PendingSend send(other.data(), other.size(), 1000000);
+    const Status st = wait_until_unread(loop(policy(false, 20)), send, {{mine.data(), mine.size()}}, "teardown");
+    EXPECT_TRUE(st.is_ok()) << st.message();
+    EXPECT_TRUE(send.pending());
+}
+
+TEST(WaitUntilUnread, ASendThatNeverEndsTimesOutNamingTheWait)
+{
+    const std::string buffer(64, 'b');
+    PendingSend send(buffer.data(), buffer.size(), 1000000000);
+    const auto t0 = Clock::now();
+    const Status st = wait_until_unread(loop(policy(true, 20, 0.2)), send, {{buffer.data(), buffer.size()}},
+                                        "device hierarchical teardown, waiting for rail sends");
+    EXPECT_EQ(st.code(), GPURDMA_ERR_TIMEOUT);
+    EXPECT_NE(st.message().find("device hierarchical teardown, waiting for rail sends"), std::string::npos)
+        << st.message();
+    EXPECT_LT(seconds_since(t0), 5.0);
+    EXPECT_TRUE(send.pending());
 }
