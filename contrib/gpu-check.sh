@@ -9,7 +9,9 @@
 #                                       shared by 2 and 4 processes: every op x type
 #                                       against a host reference, SUM float/int32 at
 #                                       every power-of-4 size from 4 B to 256 MiB, bus
-#                                       bandwidth beside cuMemcpyDtoD's; then the
+#                                       bandwidth beside cuMemcpyDtoD's; np 4 from 8 B
+#                                       to 1 MiB on the device path, then staged (the
+#                                       crossover for coll_gpurdma_device_stage_max); then the
 #                                       hierarchical device path with 2 logical nodes
 #                                       on the one GPU (np 2 and 4): the same checks,
 #                                       bus bandwidth, and rank 0's per-stage times
@@ -75,7 +77,14 @@ case "$mode" in
         exit 1
     fi
     echo "== device buffers on GPU 0 ($probe); nvidia-smi: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1 || echo n/a)"
-    timeout 180 "$launcher" --mode device --np 2,4 --max-bytes $((256 << 20)) --expect-device --bench --verbose 1 --limit 85
+    timeout 180 "$launcher" --mode device --np 2,4 --max-bytes $((256 << 20)) --expect-device --stage-max 0 --bench \
+        --verbose 1 --limit 85
+    # coll_gpurdma_device_stage_max's crossover: the same sizes on the device path, then staged.
+    echo "== small messages on one node (np 4): the device path at every size, then staged through host memory"
+    timeout 40 "$launcher" --mode device --np 4 --max-bytes $((1 << 20)) --stage-max 0 --bench --bench-min 8 --limit 15 |
+        grep -E '^  np |^rank'
+    timeout 40 "$launcher" --mode device --np 4 --max-bytes $((1 << 20)) --stage-max $((1 << 20)) --bench --bench-min 8 \
+        --limit 15 | grep -E '^  np |^rank'
     echo "== hierarchical device path: 2 logical nodes on GPU 0 (np 2: 1+1, np 4: 2+2), pinned host chunks between them"
     log=$(mktemp)
     rc=0

@@ -47,7 +47,6 @@ struct gpurdma_request : gpurdma::exec::Task {
     // The call in flight; under the communicator's engine lock.
     Phase phase = Phase::Idle;
     gpurdma::algo::Algorithm *algorithm = nullptr;  // the path's algorithm
-    gpurdma::algo::Call host_call;  // Staged: the same call on the host copies
     uint64_t moves = 0;  // phase changes, which count as movement for the idle clock
     uint64_t number = 0;  // the communicator's call number, once begun
     size_t peer_index = 0;  // Agreeing: the next node peer whose buffer kind is awaited

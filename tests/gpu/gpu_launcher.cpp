@@ -10,9 +10,13 @@
 //     device allreduce (started nonblocking, driven a little, then abandoned); every
 //     other rank must get an error within --timeout (default 60) + a margin.
 //     [--host-ranks a,b]: in device mode these ranks pass host buffers (a node of
-//     host-buffer ranks beside nodes of device-buffer ranks).
+//     host-buffer ranks beside nodes of device-buffer ranks, or ranks of one node that
+//     mix them: the node agrees per call).
 //     [--expect-errors]: calls may fail (at least one must), but a call that returns
-//     OK must be right (a node whose ranks mix host and device buffers).
+//     OK must be right (a copy outlasting the timeout).
+//   [--stage-max N]: coll_gpurdma_device_stage_max (one node: up to N bytes stage through
+//     host memory; 0: every size on the device path). [--bench-min N]: --bench from N
+//     bytes (default 1 MiB).
 //   [--kind nonblocking|persistent|mixed]: every check as that kind of call (persistent:
 //     not in place, started twice; mixed: the two in turn), polled with
 //     gpurdma_request_test.
@@ -66,6 +70,8 @@ struct Options {
     std::string logical_nodes;  // coll_gpurdma_logical_nodes: "K" or "a,b,c" ("" = by host)
     std::string algorithm = "auto";
     size_t chunk_size = 0;  // 0: the default
+    long long stage_max = -1;  // coll_gpurdma_device_stage_max (-1: the default)
+    size_t bench_min = size_t(1) << 20;  // --bench from this size up
     double timeout_s = 60;
     int stop_rank = -1;  // >= 0: the stopped-peer check instead of the others
     std::vector<int> host_ranks;  // in device mode, these ranks pass host buffers (mixed nodes)
@@ -318,6 +324,7 @@ struct Rank {
         cfg.timeout_s = opt.timeout_s;
         cfg.algorithm = opt.algorithm.c_str();
         if (opt.chunk_size) cfg.chunk_size = opt.chunk_size;
+        if (opt.stage_max >= 0) cfg.device_stage_max = size_t(opt.stage_max);
         if (!opt.logical_nodes.empty()) {  // all ranks on this host, in rank order
             cfg.logical_nodes = opt.logical_nodes.c_str();
             cfg.local_rank = rank;
@@ -360,8 +367,8 @@ struct Rank {
             if (rank == 0)
                 say("  np %d, %s buffers: %s copy bandwidth %.1f GB/s (one process)\n", size,
                     opt.device ? "device" : "host", opt.device ? "cuMemcpyDtoD" : "memcpy", copy / 1e9);
-            for (size_t bytes = 1 << 20; bytes <= opt.max_bytes; bytes *= 4) {
-                const int iters = int(std::max<size_t>(3, std::min<size_t>(50, (size_t(2) << 30) / bytes)));
+            for (size_t bytes = opt.bench_min; bytes <= opt.max_bytes; bytes *= 4) {
+                const int iters = int(std::max<size_t>(3, std::min<size_t>(200, (size_t(2) << 30) / bytes)));
                 const double t = time_allreduce(bytes, iters);
                 const double busbw = double(bytes) * 2 * (size - 1) / size / t;
                 if (rank == 0)
@@ -507,6 +514,10 @@ bool parse(int argc, char **argv, Options *o)
             o->algorithm = next();
         } else if (a == "--chunk-size") {
             o->chunk_size = std::strtoull(next(), nullptr, 0);
+        } else if (a == "--stage-max") {
+            o->stage_max = std::strtoll(next(), nullptr, 0);
+        } else if (a == "--bench-min") {
+            o->bench_min = std::max<size_t>(4, std::strtoull(next(), nullptr, 0));
         } else if (a == "--timeout") {
             o->timeout_s = std::atof(next());
         } else if (a == "--host-ranks") {
@@ -579,7 +590,7 @@ int main(int argc, char **argv)
         std::fprintf(stderr,
                      "usage: %s --mode host|device|probe [--np 2,4] [--max-bytes N] [--verbose V] [--expect-device] "
                      "[--bench] [--limit SECONDS] [--fake-hosts K] [--logical-nodes K|a,b,c] [--algorithm A] "
-                     "[--chunk-size N] [--timeout S] [--stop-rank R] [--host-ranks a,b] [--expect-errors] "
+                     "[--chunk-size N] [--stage-max N] [--bench-min N] [--timeout S] [--stop-rank R] [--host-ranks a,b] [--expect-errors] "
                      "[--kind nonblocking|persistent|mixed] [--hold-check] [--max-call-ms M] [--expect-staged]\n",
                      argv[0]);
         return 2;

@@ -37,7 +37,7 @@ echo "== gpu launcher, host buffers (np 2 and 4)"
 
 if probe=$("$launcher" --mode probe); then
     echo "== gpu launcher, device buffers on GPU 0 ($probe)"
-    "$launcher" --mode device --np 2,4 --max-bytes 16777216 --expect-device --verbose 1 --limit 240 ||
+    "$launcher" --mode device --np 2,4 --max-bytes 16777216 --expect-device --stage-max 0 --verbose 1 --limit 240 ||
         { echo "FAIL: device mode"; exit 1; }
 elif ! grep -q '^#define GPURDMA_HAVE_CUDA 1' "$build/config.h" 2>/dev/null; then
     echo "SKIP device part: no CUDA driver ($probe), and a host-only build (no kernels to load)"
@@ -45,12 +45,16 @@ else
     echo "SKIP device part: no CUDA driver ($probe)"
     echo "== device path protocol with the stand-in driver (np 2 and 4)"
     LD_LIBRARY_PATH=$fake${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} GPURDMA_FAKE_CUDA_LEAKS=1 \
-        "$launcher" --mode device --np 2,4 --max-bytes 262144 --expect-device --limit 120 ||
+        "$launcher" --mode device --np 2,4 --max-bytes 262144 --expect-device --stage-max 0 --limit 120 ||
         { echo "FAIL: device protocol (stand-in driver)"; exit 1; }
+    echo "== the same with small messages staged (coll_gpurdma_device_stage_max's default, np 2)"
+    LD_LIBRARY_PATH=$fake${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} GPURDMA_FAKE_CUDA_LEAKS=1 \
+        "$launcher" --mode device --np 2 --max-bytes 262144 --expect-device --limit 120 ||
+        { echo "FAIL: device protocol with small messages staged (stand-in driver)"; exit 1; }
     echo "== device path protocol with the stand-in driver, copies and kernels at 1 GB/s (np 4)"
     LD_LIBRARY_PATH=$fake${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} GPURDMA_FAKE_CUDA_LEAKS=1 \
         GPURDMA_FAKE_CUDA_COPY_GBPS=1 GPURDMA_FAKE_CUDA_KERNEL_GBPS=1 \
-        "$launcher" --mode device --np 4 --max-bytes 262144 --expect-device --limit 120 ||
+        "$launcher" --mode device --np 4 --max-bytes 262144 --expect-device --stage-max 0 --limit 120 ||
         { echo "FAIL: device protocol (stand-in driver, slow copies and kernels)"; exit 1; }
 fi
 echo "PASS"
