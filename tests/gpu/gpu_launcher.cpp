@@ -590,7 +590,8 @@ int main(int argc, char **argv)
         std::fprintf(stderr,
                      "usage: %s --mode host|device|probe [--np 2,4] [--max-bytes N] [--verbose V] [--expect-device] "
                      "[--bench] [--limit SECONDS] [--fake-hosts K] [--logical-nodes K|a,b,c] [--algorithm A] "
-                     "[--chunk-size N] [--stage-max N] [--bench-min N] [--timeout S] [--stop-rank R] [--host-ranks a,b] [--expect-errors] "
+                     "[--chunk-size N] [--stage-max N] [--bench-min N] [--timeout S] [--stop-rank R] [--host-ranks "
+                     "a,b] [--expect-errors] "
                      "[--kind nonblocking|persistent|mixed] [--hold-check] [--max-call-ms M] [--expect-staged]\n",
                      argv[0]);
         return 2;
