@@ -54,25 +54,7 @@
 #include "matrix.h"       /* types, ops, inputs, reference fold */
 #include "pvars.h"
 
-/* Persistent allreduce: MPI-4's name (Open MPI 5 has it although it reports MPI 3.1),
- * else Open MPI 4.1's extension. */
-#if MPI_VERSION >= 4 || (defined(OMPI_MAJOR_VERSION) && OMPI_MAJOR_VERSION >= 5)
-#define HAVE_PERSISTENT 1
-#define PERSISTENT_API "MPI_Allreduce_init"
-#define ALLREDUCE_INIT MPI_Allreduce_init
-#else
-#if defined(OPEN_MPI)
-#include <mpi-ext.h>
-#endif
-#if defined(OMPI_HAVE_MPI_EXT_PCOLLREQ)
-#define HAVE_PERSISTENT 1
-#define PERSISTENT_API "MPIX_Allreduce_init"
-#define ALLREDUCE_INIT MPIX_Allreduce_init
-#else
-#define HAVE_PERSISTENT 0
-#define PERSISTENT_API "none"
-#endif
-#endif
+#include "persistent_allreduce.h"
 
 static bool g_expect_used;          /* GPURDMA_EXPECT_USED=1 */
 static long long g_lib_matches;     /* results accepted as the library's own op */

@@ -52,20 +52,7 @@
 #include "matrix.h"
 #include "pvars.h"
 
-#if MPI_VERSION >= 4 || (defined(OMPI_MAJOR_VERSION) && OMPI_MAJOR_VERSION >= 5)
-#define HAVE_PERSISTENT 1
-#define ALLREDUCE_INIT MPI_Allreduce_init
-#else
-#if defined(OPEN_MPI)
-#include <mpi-ext.h>
-#endif
-#if defined(OMPI_HAVE_MPI_EXT_PCOLLREQ)
-#define HAVE_PERSISTENT 1
-#define ALLREDUCE_INIT MPIX_Allreduce_init
-#else
-#define HAVE_PERSISTENT 0
-#endif
-#endif
+#include "persistent_allreduce.h"
 
 enum { MODE_BLOCKING, MODE_WAIT, MODE_TEST, MODE_ALL_COMMS, MODE_PERSISTENT, NUM_MODES };
 static const char *const mode_name[NUM_MODES] = { "MPI_Allreduce", "MPI_Iallreduce+MPI_Wait",

@@ -29,16 +29,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#if MPI_VERSION >= 4 || (defined(OMPI_MAJOR_VERSION) && OMPI_MAJOR_VERSION >= 5)
-#define ALLREDUCE_INIT MPI_Allreduce_init
-#else
-#if defined(OPEN_MPI)
-#include <mpi-ext.h>
-#endif
-#if defined(OMPI_HAVE_MPI_EXT_PCOLLREQ)
-#define ALLREDUCE_INIT MPIX_Allreduce_init
-#endif
-#endif
+#include "persistent_allreduce.h"
 
 enum { BLOCKING, NONBLOCKING, PERSISTENT };
 
