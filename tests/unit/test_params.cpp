@@ -225,8 +225,10 @@ TEST(Params, TheAgreedRowsAreTheOnesThatShapeThePlan)
     std::set<std::string> agreed;
     for (int i = 0; i < gpurdma_param_count(); ++i)
         if (gpurdma_param_info(i)->agreed) agreed.insert(gpurdma_param_info(i)->name);
-    const std::set<std::string> expected = {"slots",        "chunk_size", "node_chunk_size", "small_msg_max",
-                                            "net_alpha_us", "net_gbps",   "shm_alpha_us",    "shm_gbps",
-                                            "reduce_gbps",  "calibrate",  "algorithm",       "logical_nodes"};
+    // device_stage_max picks each GPU-buffer call's path by its size: every rank alike.
+    const std::set<std::string> expected = {"slots",           "chunk_size", "node_chunk_size", "small_msg_max",
+                                            "net_alpha_us",    "net_gbps",   "shm_alpha_us",    "shm_gbps",
+                                            "reduce_gbps",     "calibrate",  "algorithm",       "logical_nodes",
+                                            "device_stage_max"};
     EXPECT_EQ(agreed, expected);
 }
