@@ -8,6 +8,7 @@
 
 #include "algo/host_team.h"
 #include "algo/selector.h"
+#include "gpu/buffer_query.h"
 #include "reduce/reduce.h"
 
 using gpurdma::Status;
@@ -230,7 +231,6 @@ Status gpurdma_comm::prepare(const gpurdma::algo::Call &call, bool device_buffer
     // The device path sets itself up when the call begins, among the node's ranks without
     // MPI, once the node agreed that every rank passes GPU memory (agree()): a peer that
     // passes host memory is never waited for.
-
     // A persistent call's schedule now (the staged one has the same shape), not at its starts.
     if (kind == Kind::Persistent && size > 1) return selector_->choose(call).prepare(call);
     return Status::ok();

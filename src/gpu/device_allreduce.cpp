@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "gpu/buffer_query.h"
 #include "gpu/node_exchange.h"
 #include "gpu/stage_words.h"
 #include "reduce/reduce.h"
@@ -19,48 +20,7 @@ bool in_place(const algo::Call &call)
     return call.sendbuf == nullptr || call.sendbuf == call.recvbuf;
 }
 
-// The dispatcher asks touches_device_memory() and then start() about the same call,
-// back to back on one thread: start() takes the answers instead of asking the driver
-// again (a query costs about a microsecond on the latency path). Taken once, so an
-// answer never outlives its call (a freed and reallocated buffer gets a new buffer ID).
-struct BufferQuery {
-    const void *send = nullptr;
-    const void *recv = nullptr;
-    PointerInfo sinfo, rinfo;
-    bool valid = false;
-};
-thread_local BufferQuery t_last_query;
-
-void query_buffers(const algo::Call &call, PointerInfo *sinfo, PointerInfo *rinfo)
-{
-    BufferQuery &q = t_last_query;
-    const bool same = q.valid && q.send == call.sendbuf && q.recv == call.recvbuf;
-    q.valid = false;
-    if (same) {
-        *sinfo = q.sinfo;
-        *rinfo = q.rinfo;
-        return;
-    }
-    const auto &cuda = CudaDriver::instance();
-    *rinfo = cuda.query(call.recvbuf);
-    *sinfo = in_place(call) ? *rinfo : cuda.query(call.sendbuf);
-}
-
 }  // namespace
-
-bool touches_device_memory(const algo::Call &call)
-{
-    const auto &cuda = CudaDriver::instance();
-    BufferQuery &q = t_last_query;
-    q.valid = false;
-    if (!cuda.available()) return false;
-    q.send = call.sendbuf;
-    q.recv = call.recvbuf;
-    q.rinfo = cuda.query(call.recvbuf);
-    q.sinfo = in_place(call) ? q.rinfo : cuda.query(call.sendbuf);
-    q.valid = q.rinfo.kind == MemoryKind::Device || q.sinfo.kind == MemoryKind::Device;
-    return q.valid;
-}
 
 DeviceAllreduce::DeviceAllreduce(DeviceSetup setup, algo::HostTeam *host) : setup_(std::move(setup)), host_(host) {}
 
@@ -80,13 +40,12 @@ Status DeviceAllreduce::ready_for(const algo::Call &call, PointerInfo *sinfo, Po
 {
     const Logger *log = setup_.log;
     if (!reduce::device::device_supported(call.op, call.dtype)) {
-        t_last_query.valid = false;
         if (log && log->enabled(2))
             log->log(2, "%s: %s %s on GPU buffers: no device kernel (long double), staged through host memory",
                      setup_.name.c_str(), gpurdma_op_name(call.op), gpurdma_dtype_name(call.dtype));
         return Status::unsupported("no device kernel (long double)");
     }
-    query_buffers(call, sinfo, rinfo);
+    buffer_info(call, sinfo, rinfo);
     // Small messages: two copies and the host latency path cost less than the device
     // path's barriers, kernel and copies (by size: every rank decides alike).
     const size_t bytes = call.count * reduce::dtype_size(call.dtype);

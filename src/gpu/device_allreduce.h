@@ -30,9 +30,6 @@ class HostTeam;
 
 namespace gpurdma::gpu {
 
-// True if the call's send or receive buffer is GPU device memory (CUDA driver loaded at run time).
-bool touches_device_memory(const algo::Call &call);
-
 class DeviceAllreduce : public algo::Algorithm, private NonCopyable {
 public:
     // host: the communicator's host team, if set up: the device set-up then runs among

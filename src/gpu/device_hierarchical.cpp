@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "base/text.h"
+#include "gpu/buffer_query.h"
 #include "gpu/node_exchange.h"
 #include "gpu/stage_words.h"
 #include "plan/planner.h"
@@ -137,9 +138,7 @@ Status DeviceHierarchical::ready_for(const algo::Call &call, PointerInfo *sinfo,
 {
     if (!reduce::device::device_supported(call.op, call.dtype))
         return Status::unsupported("no device kernel (long double)");
-    const auto &cuda = CudaDriver::instance();
-    *rinfo = cuda.query(call.recvbuf);
-    *sinfo = in_place(call) ? *rinfo : cuda.query(call.sendbuf);
+    buffer_info(call, sinfo, rinfo);
     if (team_state_ == Team::NotYet) {
         const Status st = set_up(rinfo->kind == MemoryKind::Device ? *rinfo : *sinfo);
         if (!st.is_ok()) return st;

@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "base/text.h"
+#include "gpu/buffer_query.h"
 #include "reduce/reduce.h"
 
 namespace gpurdma::gpu {
@@ -89,13 +90,12 @@ Status HostStaging::poll_copies()
 
 Status HostStaging::start(const algo::Call &call)
 {
-    const auto &cuda = CudaDriver::instance();
     const bool in_place = call.sendbuf == nullptr || call.sendbuf == call.recvbuf;
     call_ = call;
     failure_.clear();
     algorithm_ = nullptr;
-    rinfo_ = cuda.query(call.recvbuf);
-    const PointerInfo sinfo = in_place ? rinfo_ : cuda.query(call.sendbuf);
+    PointerInfo sinfo;
+    buffer_info(call, &sinfo, &rinfo_);
     bytes_ = call.count * reduce::dtype_size(call.dtype);
     const CUcontext ctx = rinfo_.kind == MemoryKind::Device ? rinfo_.context : sinfo.context;
     use_context(ctx);
