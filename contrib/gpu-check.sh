@@ -9,7 +9,8 @@
 #                                       shared by 2 and 4 processes: every op x type
 #                                       against a host reference, SUM float/int32 at
 #                                       every power-of-4 size from 4 B to 256 MiB, bus
-#                                       bandwidth beside cuMemcpyDtoD's; np 4 from 8 B
+#                                       bandwidth beside cuMemcpyDtoD's and page-locked
+#                                       host<->device copies'; np 4 from 8 B
 #                                       to 1 MiB on the device path, then staged (the
 #                                       crossover for coll_gpurdma_device_stage_max); then the
 #                                       hierarchical device path with 2 logical nodes
@@ -19,7 +20,9 @@
 #                                       then, only where the machine has the same
 #                                       Open MPI as the build (the bundle carries
 #                                       none), tests/mpi/device_check under mpirun
-#                                       at 2 logical nodes (np 4). Under 7 minutes.
+#                                       at 2 logical nodes (np 4). Every step's timeout
+#                                       is cut to what is left of 400 s, so the whole
+#                                       run ends within 7 minutes.
 #   --run DIR --host-only               only the host mode (any machine).
 # Environment: GPURDMA_BUILD (build tree for --bundle; default build-gpu, else build).
 set -euo pipefail
@@ -65,9 +68,15 @@ case "$mode" in
     export LD_LIBRARY_PATH=$dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
     launcher=$dir/gpu_launcher
     start=$(date +%s)
+    # A step's time limit: its own cap, or what is left of the run's 400 s if less.
+    limit() {
+        local left=$((start + 400 - $(date +%s)))
+        [ "$left" -ge 10 ] || { echo "FAIL: out of the run's 400 s before: $2" >&2; exit 1; }
+        echo $(($1 < left ? $1 : left))
+    }
     echo "== bundle revision $(cat "$dir/REVISION" 2>/dev/null || echo '?'); $(nproc) cores"
     echo "== host buffers (launcher + bootstrap + core, no MPI)"
-    timeout 90 "$launcher" --mode host --np 2,4 --max-bytes 1048576 --limit 80
+    timeout "$(limit 60 "host buffers")" "$launcher" --mode host --np 2,4 --max-bytes 1048576 --limit 28
     if [ "${3:-}" = "--host-only" ]; then
         echo "PASS (host mode only)"
         exit 0
@@ -77,19 +86,19 @@ case "$mode" in
         exit 1
     fi
     echo "== device buffers on GPU 0 ($probe); nvidia-smi: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1 || echo n/a)"
-    timeout 180 "$launcher" --mode device --np 2,4 --max-bytes $((256 << 20)) --expect-device --stage-max 0 --bench \
-        --verbose 1 --limit 85
+    timeout "$(limit 150 "one-node device path")" "$launcher" --mode device --np 2,4 --max-bytes $((256 << 20)) --expect-device --stage-max 0 --bench \
+        --verbose 1 --limit 70
     # coll_gpurdma_device_stage_max's crossover: the same sizes on the device path, then staged.
     echo "== small messages on one node (np 4): the device path at every size, then staged through host memory"
-    timeout 40 "$launcher" --mode device --np 4 --max-bytes $((1 << 20)) --stage-max 0 --bench --bench-min 8 --limit 15 |
+    timeout "$(limit 30 "small messages, device path")" "$launcher" --mode device --np 4 --max-bytes $((1 << 20)) --stage-max 0 --bench --bench-min 8 --limit 15 |
         grep -E '^  np |^rank'
-    timeout 40 "$launcher" --mode device --np 4 --max-bytes $((1 << 20)) --stage-max $((1 << 20)) --bench --bench-min 8 \
+    timeout "$(limit 30 "small messages, staged")" "$launcher" --mode device --np 4 --max-bytes $((1 << 20)) --stage-max $((1 << 20)) --bench --bench-min 8 \
         --limit 15 | grep -E '^  np |^rank'
     echo "== hierarchical device path: 2 logical nodes on GPU 0 (np 2: 1+1, np 4: 2+2), pinned host chunks between them"
     log=$(mktemp)
     rc=0
-    timeout 150 "$launcher" --mode device --np 2,4 --logical-nodes 2 --algorithm hier --max-bytes $((64 << 20)) \
-        --expect-device --bench --verbose 2 --limit 70 >"$log" 2>&1 || rc=$?
+    timeout "$(limit 120 "hierarchical device path")" "$launcher" --mode device --np 2,4 --logical-nodes 2 --algorithm hier --max-bytes $((64 << 20)) \
+        --expect-device --bench --verbose 2 --limit 55 >"$log" 2>&1 || rc=$?
     # Everything but the per-call stage lines, then rank 0's last call of each size from 1 MiB.
     grep -v -e ' on GPU buffers across nodes ' -e '^gpurdma: [^:]*: allreduce [0-9]* x ' "$log" || true
     echo "-- rank 0, per-stage times of the last call of each size from 1 MiB (ms, summed over units):"
@@ -109,7 +118,7 @@ case "$mode" in
         pkglibdir=$(ompi_info --parsable --path pkglibdir | sed 's/^path:pkglibdir://')
         OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
             OMPI_MCA_mca_base_component_path="$pkglibdir:$dir/component" \
-            timeout 60 mpirun --oversubscribe --bind-to none -np 4 --mca pml ob1 --mca btl self,vader \
+            timeout "$(limit 60 "device_check under mpirun")" mpirun --oversubscribe --bind-to none -np 4 --mca pml ob1 --mca btl self,vader \
             --mca coll_gpurdma_priority 100 --mca coll_gpurdma_verbose 1 --mca coll_gpurdma_logical_nodes 2 \
             --mca coll_gpurdma_timeout 30 "$dir/device_check" --max-bytes $((16 << 20)) --expect-device ||
             { echo "FAIL: device_check under mpirun"; exit 1; }

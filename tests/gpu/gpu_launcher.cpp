@@ -279,24 +279,45 @@ struct Rank {
         return std::chrono::duration<double>(Clock::now() - t0).count() / iters;
     }
 
-    double copy_bandwidth(size_t bytes)
+    // Copy bandwidths beside which the allreduce's bus bandwidth is read: memcpy for host
+    // buffers; for device buffers cuMemcpyDtoD (the node stages' copy engine) and, where
+    // page-locked memory is had, host-to-device and device-to-host (the staged path's
+    // copies between the GPU and its rail). 0 where not measured.
+    struct CopyBandwidth {
+        double main = 0, htod = 0, dtoh = 0;
+    };
+
+    CopyBandwidth copy_bandwidth(size_t bytes)
     {
+        CopyBandwidth bw;
         if (!opt.device) {
             std::vector<char> a(bytes, 1), b(bytes);
             const auto t0 = Clock::now();
             for (int i = 0; i < 5; ++i) std::memcpy(b.data(), a.data(), bytes);
-            return 5.0 * bytes / std::chrono::duration<double>(Clock::now() - t0).count();
+            bw.main = 5.0 * bytes / std::chrono::duration<double>(Clock::now() - t0).count();
+            return bw;
         }
         const auto &api = CudaDriver::instance().api();
         ensure_device(bytes);
         gpurdma::gpu::CUstream st = nullptr;
         api.stream_create(&st, gpurdma::gpu::kStreamNonBlocking);
-        api.memcpy_dtod_async(drecv, dsend, bytes, st);
-        api.stream_synchronize(st);
-        const auto t0 = Clock::now();
-        for (int i = 0; i < 10; ++i) api.memcpy_dtod_async(drecv, dsend, bytes, st);
-        api.stream_synchronize(st);
-        const double bw = 10.0 * bytes / std::chrono::duration<double>(Clock::now() - t0).count();
+        auto rate = [&](CUdeviceptr dst, CUdeviceptr src, bool dtod) {
+            auto copy = [&] { dtod ? api.memcpy_dtod_async(dst, src, bytes, st) : api.memcpy_async(dst, src, bytes, st); };
+            copy();  // warm-up
+            api.stream_synchronize(st);
+            const auto t0 = Clock::now();
+            for (int i = 0; i < 10; ++i) copy();
+            api.stream_synchronize(st);
+            return 10.0 * bytes / std::chrono::duration<double>(Clock::now() - t0).count();
+        };
+        bw.main = rate(drecv, dsend, true);
+        void *pinned = nullptr;
+        if (api.mem_host_alloc && api.memcpy_async && api.mem_host_alloc(&pinned, bytes, 0) == 0) {
+            const auto host = reinterpret_cast<CUdeviceptr>(pinned);
+            bw.htod = rate(drecv, host, false);
+            bw.dtoh = rate(host, dsend, false);
+            api.mem_free_host(pinned);
+        }
         api.stream_destroy(st);
         return bw;
     }
@@ -363,10 +384,14 @@ struct Rank {
             check(GPURDMA_SUM, GPURDMA_INT32, bytes / 4, true, ++seed);
         }
         if (opt.bench) {
-            const double copy = copy_bandwidth(std::min<size_t>(opt.max_bytes, 256u << 20));
-            if (rank == 0)
-                say("  np %d, %s buffers: %s copy bandwidth %.1f GB/s (one process)\n", size,
-                    opt.device ? "device" : "host", opt.device ? "cuMemcpyDtoD" : "memcpy", copy / 1e9);
+            const CopyBandwidth bw = copy_bandwidth(std::min<size_t>(opt.max_bytes, 256u << 20));
+            const double copy = bw.main;
+            if (rank == 0 && !opt.device)
+                say("  np %d, host buffers: memcpy copy bandwidth %.1f GB/s (one process)\n", size, copy / 1e9);
+            if (rank == 0 && opt.device)
+                say("  np %d, device buffers: cuMemcpyDtoD copy bandwidth %.1f GB/s; page-locked host to device "
+                    "%.1f GB/s, device to host %.1f GB/s (one process; 0: not measured)\n",
+                    size, copy / 1e9, bw.htod / 1e9, bw.dtoh / 1e9);
             for (size_t bytes = opt.bench_min; bytes <= opt.max_bytes; bytes *= 4) {
                 const int iters = int(std::max<size_t>(3, std::min<size_t>(200, (size_t(2) << 30) / bytes)));
                 const double t = time_allreduce(bytes, iters);
