@@ -8,7 +8,7 @@ cd "$top"
 
 packages=(build-essential autoconf automake libtool pkg-config openmpi-bin libopenmpi-dev
           libucx-dev libhwloc-dev libgtest-dev iproute2 python3 python3-matplotlib python3-numpy python3-mpi4py procps
-          util-linux gfortran)
+          util-linux gfortran hpcc)
 # The tree is formatted with Debian 12's clang-format (14); other releases format
 # differently, so contrib/check-format.sh runs there only.
 if [ "$(. /etc/os-release && echo "$VERSION_ID")" = 12 ]; then packages+=(clang-format); fi

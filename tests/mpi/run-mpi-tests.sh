@@ -173,6 +173,23 @@ else
     run "mpi4py np=2 component off" off 60 -- -np 2 "$py" "$here/mpi4py_check.py"
 fi
 
+# A real HPC code: HPC Challenge (Debian's hpcc), whose verifications (HPL and PTRANS
+# residuals, RandomAccess errors, STREAM, every test's node-error count) reduce through
+# MPI_Allreduce; hpcc_rank.sh checks its verdicts. On one node, and at 2 logical nodes.
+if ! command -v hpcc >/dev/null; then
+    echo "SKIP hpcc: not installed (Debian: hpcc)"
+else
+    hpcc_dir() {  # P Q: a fresh directory with hpcc's input for a P x Q grid
+        local d
+        d=$(mktemp -d "$log_dir/hpcc.XXXXXX")
+        sed -e "s/@P@/$1/" -e "s/@Q@/$2/" "$here/hpccinf.txt.in" >"$d/hpccinf.txt"
+        echo "$d"
+    }
+    run "hpcc np=2" used 180 -- -np 2 "${on[@]}" bash "$here/hpcc_rank.sh" "$(hpcc_dir 1 2)"
+    run "hpcc np=4 2x2 logical nodes" used 300 -- -np 4 "${on[@]}" --mca coll_gpurdma_logical_nodes 2 \
+        bash "$here/hpcc_rank.sh" "$(hpcc_dir 2 2)"
+fi
+
 # Repeated calls do no set-up, registration or allocation work (MPI_T counters, heap).
 run "counters np=2 node path, 1000 calls" used 120 -- -np 2 "${on[@]}" "$bin/counters_check"
 run "counters np=4 2x2 logical nodes, 1000 calls" used 300 -- -np 4 "${on[@]}" --mca coll_gpurdma_logical_nodes 2 \
