@@ -8,7 +8,7 @@ cd "$top"
 
 packages=(build-essential autoconf automake libtool pkg-config openmpi-bin libopenmpi-dev
           libucx-dev libhwloc-dev libgtest-dev iproute2 python3 python3-matplotlib python3-numpy python3-mpi4py procps
-          util-linux gfortran hpcc)
+          util-linux gfortran hpcc xz-utils)
 # The tree is formatted with Debian 12's clang-format (14); other releases format
 # differently, so contrib/check-format.sh runs there only.
 if [ "$(. /etc/os-release && echo "$VERSION_ID")" = 12 ]; then packages+=(clang-format); fi
@@ -50,24 +50,7 @@ if [ "$threads_missing" = 1 ]; then
     [ ${#need[@]} -eq 0 ] || DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${need[@]}"
     version=$(dpkg-query -W -f='${source:Version}' libopenmpi-dev)
     src=$(mktemp -d)
-    fetch_source() { (cd "$src" && apt-get source -qq --download-only "openmpi=$version" >/dev/null 2>&1); }
-    if ! fetch_source; then
-        # A deb-src line built from this machine's own apt source, if it has none.
-        if ! apt-get indextargets --no-release-info 'Created-By: Sources' 2>/dev/null | grep -q .; then
-            read -r uri keyring < <(bash "$top/contrib/apt-source.sh")
-            codename=$(. /etc/os-release && echo "$VERSION_CODENAME")
-            echo "== adding deb-src $uri $codename main (/etc/apt/sources.list.d/gpurdma-deb-src.sources)"
-            {
-                echo "Types: deb-src"
-                echo "URIs: $uri"
-                echo "Suites: $codename"
-                echo "Components: main"
-                if [ -n "${keyring:-}" ]; then echo "Signed-By: $keyring"; fi
-            } | $sudo tee /etc/apt/sources.list.d/gpurdma-deb-src.sources >/dev/null
-        fi
-        $sudo apt-get update -qq
-        fetch_source || { rm -rf "$src"; echo "setup.sh: apt-get source openmpi=$version failed" >&2; exit 1; }
-    fi
+    bash "$top/contrib/apt-get-source.sh" "openmpi=$version" "$src" || { rm -rf "$src"; exit 1; }
     # The upstream tarball, not its detached signature (.asc) beside it.
     tarball=$(ls "$src"/openmpi_*.orig.tar.* | grep -v '\.asc$' | head -n 1)
     tar -xf "$tarball" -C "$src" --wildcards '*/opal/mca/threads/pthreads/*.h'
