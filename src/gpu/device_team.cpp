@@ -1,16 +1,16 @@
 #include "gpu/device_team.h"
 
-#include <ucp/api/ucp.h>
-
 #include <algorithm>
 #include <exception>
 
+#include "gpu/gdr_check.h"
 #include "reduce/reduce_device.h"
 #include "setup/agreement.h"
 #include "setup/wire.h"
 #include "topo/gpu_nic.h"
 #include "transport/shm_segment.h"
 #include "transport/ucx_context.h"
+#include "transport/ucx_memory_api.h"
 
 namespace gpurdma::gpu {
 
@@ -250,37 +250,40 @@ void DeviceTeam::log_ready() const
                     setup_.name.c_str(), setup_.size, gpus.c_str(), kernels_->multiprocessors());
 }
 
-// Several nodes: GPUDirect RDMA would need UCX built with CUDA memory support and
-// the NIC within coll_gpurdma_gdr_level of the GPU. RMA from GPU memory is not
+// Several nodes: GPUDirect RDMA would need UCX with CUDA memory support, the NIC
+// within coll_gpurdma_gdr_level of the GPU, and UCX accepting a device range (probed
+// with a small allocation of the team's context). RMA from GPU memory is not
 // implemented yet, so the verdict is computed and printed, and the data stages.
 std::string DeviceTeam::gdr_verdict() const
 {
-    std::string ucx_why = "UCX not offered", ucx_cuda = "unknown";
-    if (auto *ucx = setup_.ucx ? setup_.ucx(&ucx_why) : nullptr) {
-        ucp_context_attr_t attr{};
-        attr.field_mask = UCP_ATTR_FIELD_MEMORY_TYPES;
-        if (ucp_context_query(ucx->context(), &attr) == UCS_OK)
-            ucx_cuda = (attr.memory_types & UCS_BIT(UCS_MEMORY_TYPE_CUDA)) ? "yes" : "no";
-    } else {
-        ucx_cuda = "no (" + ucx_why + ")";
-    }
-    topo::PathLevel allowed = topo::PathLevel::PXB;
+    GdrInputs in;
     const char *configured = setup_.config && setup_.config->gdr_level ? setup_.config->gdr_level : "PXB";
-    topo::parse_path_level(configured, &allowed);
-    std::string distance = "no RDMA NIC chosen";
-    bool near = false;
-    if (!setup_.rail_device.empty()) {
-        const std::string bus = bus_id_of(ctx_);  // the GPU of the buffers, not whatever is current
-        topo::PathLevel level = topo::PathLevel::SYS;
-        const Status known = topo::gpu_nic_level(bus, setup_.rail_device, &level);
-        near = level <= allowed;
-        distance = "GPU " + bus + " to NIC " + setup_.rail_device + ": " + topo::path_level_name(level) +
-                   (known.is_ok() ? "" : " (" + known.message() + ")");
+    topo::parse_path_level(configured, &in.allowed);
+    in.nic = setup_.rail_device;
+    if (!in.nic.empty()) {
+        in.gpu = bus_id_of(ctx_);  // the GPU of the buffers, not whatever is current
+        const Status known = topo::gpu_nic_level(in.gpu, in.nic, &in.path);
+        in.path_known = known.is_ok();
+        in.path_why = known.message();
     }
-    return std::string("not available: ") + "UCX CUDA memory support " + ucx_cuda + "; " + distance +
-           "; coll_gpurdma_gdr_level " + topo::path_level_name(allowed) + " -> " +
-           (near && ucx_cuda == "yes" ? "would be eligible" : "not eligible") +
-           "; RMA straight from GPU memory is not built in this version";
+    std::string ucx_why = "UCX not offered";
+    auto *ucx = setup_.ucx ? setup_.ucx(&ucx_why) : nullptr;
+    transport::UcpMemoryApi memory(ucx ? ucx->context() : nullptr);
+    const CUcontext ctx = ctx_;
+    auto with_range = [ctx](size_t length, const std::function<Status(void *)> &use) {
+        const auto &d = CudaDriver::instance();
+        if (!d.api().mem_alloc || !d.api().mem_free) return Status::unsupported("CUDA driver lacks cuMemAlloc");
+        ContextScope scope(ctx);
+        CUdeviceptr ptr = 0;
+        const int rc = d.api().mem_alloc(&ptr, length);
+        if (rc != 0) return d.failure("cuMemAlloc", rc);
+        const Status st = use(reinterpret_cast<void *>(static_cast<uintptr_t>(ptr)));
+        d.api().mem_free(ptr);
+        return st;
+    };
+    const GdrDecision decision = check_gdr(ucx ? &memory : nullptr, ucx_why, in, with_range);
+    return std::string("not available: ") + (decision.eligible ? "would be eligible: " : "not eligible: ") +
+           decision.reason + "; RMA straight from GPU memory is not built in this version";
 }
 
 void DeviceTeam::log_inter_node_verdict() const

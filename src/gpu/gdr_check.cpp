@@ -1,0 +1,57 @@
+#include "gpu/gdr_check.h"
+
+#include <memory>
+
+#include "transport/registered_range.h"
+
+namespace gpurdma::gpu {
+
+namespace {
+
+// "host, cuda" from ucp_context_query's memory_types.
+std::string type_list(uint64_t types)
+{
+    std::string out;
+    for (int t = 0; t < UCS_MEMORY_TYPE_LAST; ++t)
+        if (types & UCS_BIT(t)) out += (out.empty() ? "" : ", ") + std::string(ucs_memory_type_names[t]);
+    return out.empty() ? "none" : out;
+}
+
+}  // namespace
+
+GdrDecision check_gdr(transport::UcxMemoryApi *ucx, const std::string &ucx_why, GdrInputs in,
+                      const WithDeviceRange &with_range)
+{
+    uint64_t types = 0;
+    ucs_status_t st = UCS_OK;
+    if (!ucx) {
+        in.ucx_cuda = Answer::Unknown;
+        in.ucx_why = ucx_why;
+    } else if ((st = ucx->memory_types(&types)) != UCS_OK) {
+        in.ucx_cuda = Answer::Unknown;
+        in.ucx_why = std::string("ucp_context_query: ") + ucs_status_string(st);
+    } else {
+        in.ucx_cuda = (types & UCS_BIT(UCS_MEMORY_TYPE_CUDA)) ? Answer::Yes : Answer::No;
+        in.ucx_why = "its memory types: " + type_list(types);
+    }
+    if (!gdr_probe_worthwhile(in)) return decide_gdr(in);
+
+    bool allocated = false;
+    Status registered;
+    const Status st_range = with_range(kGdrProbeBytes, [&](void *address) {
+        allocated = true;
+        std::unique_ptr<transport::RegisteredRange> range;
+        registered = transport::RegisteredRange::create(*ucx, address, kGdrProbeBytes, UCS_MEMORY_TYPE_CUDA, &range);
+        return registered;
+    });
+    if (!allocated) {
+        in.probe = Probe::NotRun;
+        in.probe_why = st_range.message();
+    } else {
+        in.probe = registered.is_ok() ? Probe::Accepted : Probe::Refused;
+        in.probe_why = registered.message();
+    }
+    return decide_gdr(in);
+}
+
+}  // namespace gpurdma::gpu
