@@ -302,7 +302,9 @@ struct Rank {
         gpurdma::gpu::CUstream st = nullptr;
         api.stream_create(&st, gpurdma::gpu::kStreamNonBlocking);
         auto rate = [&](CUdeviceptr dst, CUdeviceptr src, bool dtod) {
-            auto copy = [&] { dtod ? api.memcpy_dtod_async(dst, src, bytes, st) : api.memcpy_async(dst, src, bytes, st); };
+            auto copy = [&] {
+                dtod ? api.memcpy_dtod_async(dst, src, bytes, st) : api.memcpy_async(dst, src, bytes, st);
+            };
             copy();  // warm-up
             api.stream_synchronize(st);
             const auto t0 = Clock::now();
