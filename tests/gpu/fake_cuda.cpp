@@ -29,15 +29,15 @@
 //   GPURDMA_FAKE_CUDA_H2D_GBPS=G     for host-to-device ones: each overrides COPY_GBPS in
 //                                    its direction (so one direction can be the slow one)
 //   GPURDMA_FAKE_CUDA_KERNEL_GBPS=G  kernels take (sources + 1) * bytes / G GB/s
-//   GPURDMA_FAKE_CUDA_JITTER_US=N    every copy and kernel sleeps a random 0..N us on its
-//                                    worker before it runs (besides the knobs above), so
-//                                    work finishes at uneven times, out of the order a
-//                                    fixed speed gives across streams and processes: what
-//                                    only events order is exercised. A stream's order is
-//                                    kept. Delays are drawn at enqueue, one sequence per
-//                                    process, seeded with
-//   GPURDMA_FAKE_CUDA_SEED=S         S (the same sequence in every process: reproducible);
-//                                    default: the pid, printed nowhere
+//   GPURDMA_FAKE_CUDA_JITTER_US=N    every copy and kernel first sleeps a random 0..N us on
+//                                    its worker (besides the knobs above): work ends at
+//                                    uneven times, across streams and processes out of the
+//                                    order a fixed speed gives, so an ordering that no
+//                                    event or stream keeps shows. A stream's own order is
+//                                    kept. The delays are drawn at enqueue, one sequence
+//                                    per process, seeded with
+//   GPURDMA_FAKE_CUDA_SEED=S         S (every process draws the same sequence; a run's
+//                                    draws repeat); default: the pid, printed nowhere
 //   GPURDMA_FAKE_CUDA_LEAKS=1        at exit (library destructor, after the atexit handlers;
 //                                    not on _exit) print "fake-cuda: N leaked pinned
 //                                    allocations, M registrations, K device allocations,
@@ -181,7 +181,7 @@ const unsigned long g_jitter_us = [] {
     const char *v = std::getenv("GPURDMA_FAKE_CUDA_JITTER_US");
     return v ? std::strtoul(v, nullptr, 10) : 0ul;
 }();
-// The seed: GPURDMA_FAKE_CUDA_SEED, else this process's pid (a forked child draws anew).
+// The seed: GPURDMA_FAKE_CUDA_SEED, else this process's pid (a forked child reseeds).
 unsigned long long jitter_seed()
 {
     const char *v = std::getenv("GPURDMA_FAKE_CUDA_SEED");
