@@ -73,8 +73,8 @@ if [ -n "${GPURDMA_FAKE_CUDA_LEAKS:-}" ]; then
         step "3+1+2, slow copies and kernels (stand-in knobs, if it has them)" --np 6 --logical-nodes 3,1,2 \
         --algorithm hier --chunk-size 16384 --max-bytes 1048576 --expect-device --limit 240
     # Each copy and kernel waits 0..500 us at random first: a fence that misses the copy
-    # it guards (a chunk railed before its copy out lands) fails here in nearly every
-    # call, against one in ten at a fixed speed. The seed repeats a run's draws.
+    # it guards (a chunk railed before its copy out lands) fails here in most calls,
+    # against about one in eight at a fixed speed. The seed repeats a run's draws.
     seed=${GPURDMA_FAKE_CUDA_SEED:-$RANDOM}
     jittered=(--algorithm hier --chunk-size 16384 --max-bytes 1048576 --expect-device --limit 240)
     GPURDMA_FAKE_CUDA_JITTER_US=500 GPURDMA_FAKE_CUDA_SEED=$seed \
