@@ -25,7 +25,19 @@
 // Environment:
 //   GPURDMA_FAKE_CUDA_COPY_GBPS=G    host<->device copies take bytes / G GB/s (sleep on the
 //                                    worker, before the copy); default: no delay
+//   GPURDMA_FAKE_CUDA_D2H_GBPS=G     the same for device-to-host copies only, and H2D_GBPS
+//   GPURDMA_FAKE_CUDA_H2D_GBPS=G     for host-to-device ones: each overrides COPY_GBPS in
+//                                    its direction (so one direction can be the slow one)
 //   GPURDMA_FAKE_CUDA_KERNEL_GBPS=G  kernels take (sources + 1) * bytes / G GB/s
+//   GPURDMA_FAKE_CUDA_JITTER_US=N    every copy and kernel first sleeps a random 0..N us on
+//                                    its worker (besides the knobs above): work ends at
+//                                    uneven times, across streams and processes out of the
+//                                    order a fixed speed gives, so an ordering that no
+//                                    event or stream keeps shows. A stream's own order is
+//                                    kept. The delays are drawn at enqueue, one sequence
+//                                    per process, seeded with
+//   GPURDMA_FAKE_CUDA_SEED=S         S (every process draws the same sequence; a run's
+//                                    draws repeat); default: the pid, printed nowhere
 //   GPURDMA_FAKE_CUDA_LEAKS=1        at exit (library destructor, after the atexit handlers;
 //                                    not on _exit) print "fake-cuda: N leaked pinned
 //                                    allocations, M registrations, K device allocations,
@@ -53,6 +65,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <random>
 #include <set>
 #include <string>
 #include <thread>
@@ -156,7 +169,25 @@ double env_gbps(const char *name)
     return g > 0 ? g : 0.0;
 }
 const double g_copy_gbps = env_gbps("GPURDMA_FAKE_CUDA_COPY_GBPS");
+double direction_gbps(const char *name)
+{
+    return std::getenv(name) ? env_gbps(name) : g_copy_gbps;
+}
+const double g_d2h_gbps = direction_gbps("GPURDMA_FAKE_CUDA_D2H_GBPS");
+const double g_h2d_gbps = direction_gbps("GPURDMA_FAKE_CUDA_H2D_GBPS");
 const double g_kernel_gbps = env_gbps("GPURDMA_FAKE_CUDA_KERNEL_GBPS");
+
+const unsigned long g_jitter_us = [] {
+    const char *v = std::getenv("GPURDMA_FAKE_CUDA_JITTER_US");
+    return v ? std::strtoul(v, nullptr, 10) : 0ul;
+}();
+// The seed: GPURDMA_FAKE_CUDA_SEED, else this process's pid (a forked child reseeds).
+unsigned long long jitter_seed()
+{
+    const char *v = std::getenv("GPURDMA_FAKE_CUDA_SEED");
+    return v ? std::strtoull(v, nullptr, 10) : static_cast<unsigned long long>(getpid());
+}
+std::mt19937_64 &g_rng = *new std::mt19937_64(jitter_seed());
 
 // The inode of this process's IPC namespace (0 if unknown). The namespace cluster's
 // hosts share the pid namespace, so /proc would open another host's memory without it.
@@ -166,12 +197,20 @@ unsigned long long ipc_namespace()
     return stat("/proc/self/ns/ipc", &st) == 0 ? static_cast<unsigned long long>(st.st_ino) : 0;
 }
 
-void take_time(double bytes, double gbps)
+// On the worker, before a copy or kernel: its jitter, then its time at the knob's speed.
+void take_time(double bytes, double gbps, unsigned long jitter_us)
 {
+    if (jitter_us) std::this_thread::sleep_for(std::chrono::microseconds(jitter_us));
     if (gbps > 0) std::this_thread::sleep_for(std::chrono::duration<double>(bytes / (gbps * 1e9)));
 }
 
 // The rest of these helpers run with g_mu held.
+
+// A copy's or kernel's random delay, drawn at enqueue (under g_mu: one sequence per process).
+unsigned long draw_jitter()
+{
+    return g_jitter_us ? static_cast<unsigned long>(g_rng() % (g_jitter_us + 1)) : 0;
+}
 
 Alloc *find(uintptr_t p)
 {
@@ -270,9 +309,9 @@ int copy_on(void *stream, uintptr_t dst, uintptr_t src, size_t n, bool sync = fa
     if (!s) return kInvalidHandle;
     const bool dst_device = find(dst) != nullptr, src_device = find(src) != nullptr;
     const bool pageable = (!dst_device && !find_pinned(dst)) || (!src_device && !find_pinned(src));
-    const double gbps = dst_device != src_device ? g_copy_gbps : 0.0;
-    const CompletionPtr done = enqueue(s, [dst, src, n, gbps] {
-        take_time(double(n), gbps);
+    const double gbps = dst_device == src_device ? 0.0 : dst_device ? g_h2d_gbps : g_d2h_gbps;
+    const CompletionPtr done = enqueue(s, [dst, src, n, gbps, jitter = draw_jitter()] {
+        take_time(double(n), gbps, jitter);
         if (n) std::memmove(reinterpret_cast<void *>(dst), reinterpret_cast<const void *>(src), n);
         return kSuccess;
     });
@@ -322,6 +361,7 @@ void after_fork_parent()
 }
 void after_fork_child()
 {
+    if (!std::getenv("GPURDMA_FAKE_CUDA_SEED")) g_rng.seed(jitter_seed());
     for (Stream *s : g_streams) s->worker = false;
     if (g_null_stream) g_null_stream->worker = false;
     g_mu.unlock();
@@ -831,9 +871,9 @@ int cuLaunchKernel(void *f, unsigned, unsigned, unsigned, unsigned, unsigned, un
     std::lock_guard<std::mutex> lock(g_mu);
     Stream *s = stream_of(stream);
     if (!s) return kInvalidHandle;
-    enqueue(s, [fn, args] {
+    enqueue(s, [fn, args, jitter = draw_jitter()] {
         const size_t bytes = args.count * gpurdma_dtype_size(fn.dtype);
-        take_time(double(bytes) * (args.nsrc + 1), g_kernel_gbps);
+        take_time(double(bytes) * (args.nsrc + 1), g_kernel_gbps, jitter);
         const auto *first = static_cast<const char *>(args.src[0]);
         std::vector<char> acc(first, first + bytes);
         for (int i = 1; i < args.nsrc; ++i)

@@ -2,8 +2,8 @@
 // device path's tests prove with it holds: streams run in order, events complete and time
 // what they should, a stream waits for another's event, a copy reads its source when it
 // runs, page-locked memory is tracked with CUDA's errors, the leak report at exit, the
-// copy bandwidth knob and the legacy null stream. Each check prints PASS or FAIL; the
-// program exits 1 on any failure.
+// copy bandwidth knobs (per direction too), the jitter knob and the legacy null stream.
+// Each check prints PASS or FAIL; the program exits 1 on any failure.
 // Usage: fake_cuda_check PATH/libcuda.so.1   (runs itself again for the at-exit checks)
 #include <dlfcn.h>
 #include <fcntl.h>
@@ -521,9 +521,10 @@ void threads()
     c.expect(bad == 0, std::to_string(bad.load()) + " failed calls or wrong results");
 }
 
-// Runs this program again with one child mode and an environment variable; gives its exit
+// Runs this program again with one child mode and environment variables; gives its exit
 // status (-1: did not end in 60 s) and what it wrote to stderr.
-int run_child(const char *self, const char *lib, const char *mode, const char *env, std::string *err)
+int run_child(const char *self, const char *lib, const char *mode, const std::vector<const char *> &env,
+              std::string *err)
 {
     int fds[2];
     if (pipe(fds) != 0) return -1;
@@ -532,7 +533,7 @@ int run_child(const char *self, const char *lib, const char *mode, const char *e
         dup2(fds[1], 2);
         close(fds[0]);
         close(fds[1]);
-        if (env) putenv(const_cast<char *>(env));
+        for (const char *e : env) putenv(const_cast<char *>(e));
         execl(self, self, lib, mode, static_cast<char *>(nullptr));
         _exit(127);
     }
@@ -564,19 +565,19 @@ void leak_report(const char *self, const char *lib)
 {
     Check c("GPURDMA_FAKE_CUDA_LEAKS=1 reports at exit and fails the process on a leak");
     std::string err;
-    int rc = run_child(self, lib, "--child-leak", "GPURDMA_FAKE_CUDA_LEAKS=1", &err);
+    int rc = run_child(self, lib, "--child-leak", {"GPURDMA_FAKE_CUDA_LEAKS=1"}, &err);
     c.expect(rc > 0, "a leaking child exited with " + std::to_string(rc) + ", expected nonzero");
     c.expect(err.find("fake-cuda: 1 leaked pinned allocations, 1 registrations, 1 device allocations, 1 events, "
                       "1 streams\n") != std::string::npos,
              "leaking child's stderr: [" + err + "]");
     err.clear();
-    rc = run_child(self, lib, "--child-clean", "GPURDMA_FAKE_CUDA_LEAKS=1", &err);
+    rc = run_child(self, lib, "--child-clean", {"GPURDMA_FAKE_CUDA_LEAKS=1"}, &err);
     c.expect(rc == 0, "a clean child exited with " + std::to_string(rc) + ": [" + err + "]");
     c.expect(err.find("fake-cuda: 0 leaked pinned allocations, 0 registrations, 0 device allocations, 0 events, "
                       "0 streams\n") != std::string::npos,
              "clean child's stderr: [" + err + "]");
     err.clear();
-    rc = run_child(self, lib, "--child-leak", nullptr, &err);
+    rc = run_child(self, lib, "--child-leak", {}, &err);
     c.expect(rc == 0 && err.empty(),
              "without the variable a leaking child exited with " + std::to_string(rc) + " and wrote [" + err + "]");
 }
@@ -621,14 +622,15 @@ int child_bandwidth()
 
 // 1 MiB at 0.01 GB/s is 105 ms, against well under 1 ms of memmove: shows the knob acts
 // even where a 64 MiB copy alone might take 50 ms on a loaded machine.
-int child_slow_copy()
+int child_slow_copy(bool to_device)
 {
     const size_t bytes = size_t(1) << 20;
     void *p = nullptr, *s = nullptr;
     Ptr d = 0;
     if (api.host_alloc(&p, bytes, 0) || api.mem_alloc(&d, bytes) || api.stream_create(&s, 1)) return 3;
     const auto t0 = Clock::now();
-    if (api.memcpy_dtoh_async(p, d, bytes, s) || api.stream_synchronize(s)) return 3;
+    const int rc = to_device ? api.memcpy_htod_async(d, p, bytes, s) : api.memcpy_dtoh_async(p, d, bytes, s);
+    if (rc || api.stream_synchronize(s)) return 3;
     const double total = std::chrono::duration<double>(Clock::now() - t0).count();
     std::fprintf(stderr, "copy %.3f s\n", total);
     if (api.stream_destroy(s) || api.mem_free(d) || api.free_host(p)) return 3;
@@ -656,24 +658,110 @@ int child_slow_kernel()
     return total >= 0.070 ? 0 : 4;
 }
 
+// With GPURDMA_FAKE_CUDA_JITTER_US: a stream still runs in order (a chain of copies, each
+// reading what the one before wrote, and a kernel), a stream waiting for another's event
+// still sees that stream's copy done, and the delays add up: the 34 draws of 0..10 ms
+// under GPURDMA_FAKE_CUDA_SEED=1 sum to 212 ms, checked as >= 50 ms (a lower bound:
+// sleeps never end early), against under 1 ms without the knob.
+int child_jitter()
+{
+    constexpr int kLinks = 32, kRounds = 16;
+    constexpr size_t kCount = 1024, kBytes = kCount * sizeof(int32_t);
+    void *fn = sum_int32_kernel();
+    void *a = nullptr, *b = nullptr, *e0 = nullptr, *e1 = nullptr, *ev = nullptr;
+    std::vector<Ptr> dev(kLinks + 1);
+    Ptr cells = 0;
+    int32_t *host = nullptr;
+    if (!fn || api.stream_create(&a, 1) || api.stream_create(&b, 1) || api.event_create(&e0, 0) ||
+        api.event_create(&e1, 0) || api.event_create(&ev, 2) || api.mem_alloc(&cells, kRounds * kBytes) ||
+        api.host_alloc(reinterpret_cast<void **>(&host), (2 + 2 * kRounds) * kBytes, 0))
+        return 3;
+    for (auto &d : dev)
+        if (api.mem_alloc(&d, kBytes)) return 3;
+    for (size_t i = 0; i < (2 + kRounds) * kCount; ++i) host[i] = int32_t(i * 7 + 1);
+    int32_t *out = host + kCount, *sent = host + 2 * kCount, *got = sent + kRounds * kCount;
+    std::memset(out, 0, kBytes);
+    std::memset(got, 0, kRounds * kBytes);
+    // One stream: the chain, the kernel doubling its end, the copy back.
+    gpurdma::reduce::device::ReduceArgs args{};
+    args.src[0] = args.src[1] = reinterpret_cast<void *>(dev[kLinks - 1]);
+    args.dst = reinterpret_cast<void *>(dev[kLinks]);
+    args.count = kCount;
+    args.nsrc = 2;
+    void *params[] = {&args};
+    if (api.event_record(e0, a) || api.memcpy_htod_async(dev[0], host, kBytes, a)) return 3;
+    for (int i = 0; i < kLinks - 1; ++i)
+        if (api.memcpy_dtod_async(dev[i + 1], dev[i], kBytes, a)) return 3;
+    if (api.launch_kernel(fn, 1, 1, 1, 128, 1, 1, 0, a, params, nullptr) ||
+        api.memcpy_dtoh_async(out, dev[kLinks], kBytes, a) || api.event_record(e1, a))
+        return 3;
+    // Two streams: B copies back each cell after A's event for the copy that fills it.
+    for (int r = 0; r < kRounds; ++r) {
+        const Ptr cell = cells + Ptr(r) * kBytes;
+        if (api.memcpy_htod_async(cell, sent + r * kCount, kBytes, a) || api.event_record(ev, a) ||
+            api.stream_wait_event(b, ev, 0) || api.memcpy_dtoh_async(got + r * kCount, cell, kBytes, b))
+            return 3;
+    }
+    if (api.event_synchronize(e1) || api.stream_synchronize(b) || api.stream_synchronize(a)) return 3;
+    int bad = 0;
+    for (size_t i = 0; i < kCount; ++i) bad += out[i] != 2 * host[i];
+    if (bad) std::fprintf(stderr, "one stream: %d of %zu elements out of order\n", bad, kCount);
+    int early = 0;
+    for (size_t i = 0; i < kRounds * kCount; ++i) early += got[i] != sent[i];
+    if (early) std::fprintf(stderr, "two streams: %d elements copied back before the event's copy\n", early);
+    float ms = 0;
+    if (api.event_elapsed_time(&ms, e0, e1)) return 3;
+    std::fprintf(stderr, "34 jittered operations: %.1f ms\n", double(ms));
+    if (api.stream_destroy(a) || api.stream_destroy(b) || api.event_destroy(e0) || api.event_destroy(e1) ||
+        api.event_destroy(ev) || api.mem_free(cells) || api.free_host(host))
+        return 3;
+    for (auto d : dev)
+        if (api.mem_free(d)) return 3;
+    return bad || early ? 4 : ms >= 50.0f ? 0 : 5;
+}
+
+void jitter_knob(const char *self, const char *lib)
+{
+    Check c("GPURDMA_FAKE_CUDA_JITTER_US=10000: order on a stream and across an event kept, work delayed");
+    std::string err;
+    const int rc =
+        run_child(self, lib, "--child-jitter", {"GPURDMA_FAKE_CUDA_JITTER_US=10000", "GPURDMA_FAKE_CUDA_SEED=1"}, &err);
+    c.expect(rc == 0, "child exited with " + std::to_string(rc) + ": " + err);
+}
+
 void bandwidth_knobs(const char *self, const char *lib)
 {
     {
         Check c("GPURDMA_FAKE_CUDA_COPY_GBPS=1: a 64 MiB host-to-device copy takes >= 50 ms");
         std::string err;
-        const int rc = run_child(self, lib, "--child-bandwidth", "GPURDMA_FAKE_CUDA_COPY_GBPS=1", &err);
+        const int rc = run_child(self, lib, "--child-bandwidth", {"GPURDMA_FAKE_CUDA_COPY_GBPS=1"}, &err);
         c.expect(rc == 0, "child exited with " + std::to_string(rc) + ": " + err);
     }
     {
         Check c("GPURDMA_FAKE_CUDA_COPY_GBPS=0.01: a 1 MiB device-to-host copy takes >= 90 ms");
         std::string err;
-        const int rc = run_child(self, lib, "--child-slow-copy", "GPURDMA_FAKE_CUDA_COPY_GBPS=0.01", &err);
+        const int rc = run_child(self, lib, "--child-slow-copy", {"GPURDMA_FAKE_CUDA_COPY_GBPS=0.01"}, &err);
+        c.expect(rc == 0, "child exited with " + std::to_string(rc) + ": " + err);
+    }
+    // Each direction's knob overrides a fast COPY_GBPS (1 MiB at 1000 GB/s: 1 us).
+    {
+        Check c("GPURDMA_FAKE_CUDA_D2H_GBPS=0.01 over COPY_GBPS=1000: a 1 MiB device-to-host copy takes >= 90 ms");
+        std::string err;
+        const int rc = run_child(self, lib, "--child-slow-copy",
+                                 {"GPURDMA_FAKE_CUDA_COPY_GBPS=1000", "GPURDMA_FAKE_CUDA_D2H_GBPS=0.01"}, &err);
+        c.expect(rc == 0, "child exited with " + std::to_string(rc) + ": " + err);
+    }
+    {
+        Check c("GPURDMA_FAKE_CUDA_H2D_GBPS=0.01 over COPY_GBPS=1000: a 1 MiB host-to-device copy takes >= 90 ms");
+        std::string err;
+        const int rc = run_child(self, lib, "--child-slow-h2d",
+                                 {"GPURDMA_FAKE_CUDA_COPY_GBPS=1000", "GPURDMA_FAKE_CUDA_H2D_GBPS=0.01"}, &err);
         c.expect(rc == 0, "child exited with " + std::to_string(rc) + ": " + err);
     }
     {
         Check c("GPURDMA_FAKE_CUDA_KERNEL_GBPS=0.01: a 2-source 256 KiB kernel takes >= 70 ms");
         std::string err;
-        const int rc = run_child(self, lib, "--child-slow-kernel", "GPURDMA_FAKE_CUDA_KERNEL_GBPS=0.01", &err);
+        const int rc = run_child(self, lib, "--child-slow-kernel", {"GPURDMA_FAKE_CUDA_KERNEL_GBPS=0.01"}, &err);
         c.expect(rc == 0, "child exited with " + std::to_string(rc) + ": " + err);
     }
 }
@@ -693,7 +781,9 @@ int main(int argc, char **argv)
         if (mode == "--child-leak") return child_allocations(false);
         if (mode == "--child-clean") return child_allocations(true);
         if (mode == "--child-bandwidth") return child_bandwidth();
-        if (mode == "--child-slow-copy") return child_slow_copy();
+        if (mode == "--child-slow-copy") return child_slow_copy(false);
+        if (mode == "--child-slow-h2d") return child_slow_copy(true);
+        if (mode == "--child-jitter") return child_jitter();
         if (mode == "--child-slow-kernel") return child_slow_kernel();
         return 2;
     }
@@ -712,6 +802,7 @@ int main(int argc, char **argv)
     threads();
     leak_report(self.c_str(), argv[1]);
     bandwidth_knobs(self.c_str(), argv[1]);
+    jitter_knob(self.c_str(), argv[1]);
     std::printf("fake_cuda_check: %d failure(s)\n", failures);
     return failures ? 1 : 0;
 }

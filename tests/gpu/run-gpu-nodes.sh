@@ -4,11 +4,12 @@
 # every op x type against the host reference, in place and not, 1 element to 4 MiB
 # (several chunks, unequal slices), blocking, nonblocking and persistent; nodes of
 # host-buffer ranks beside nodes of device-buffer ranks, and ranks of one node that
-# mix them; calls staged whole through host memory (the ring forced), nonblocking and
-# persistent checks in turn, with slow copies, no start or test holding its caller
-# during a copy, and a copy outlasting the timeout (the error names the stage); a rank
-# stopped in the middle of a call (every other rank must return an error within the
-# timeout).
+# mix them; with the stand-in, copies and kernels delayed at random (chunks land out of
+# the order a fixed speed gives: only the events keep the pipeline right); calls staged
+# whole through host memory (the ring forced), nonblocking and persistent checks in
+# turn, with slow copies, no start or test holding its caller during a copy, and a copy
+# in or a copy back outlasting the timeout (the error names the stage); a rank stopped
+# in the middle of a call (every other rank must return an error within the timeout).
 # On a GPU (the launcher's probe) the ranks share GPU 0; otherwise the stand-in
 # libcuda.so.1 (tests/gpu/fake_cuda.cpp), built as run-gpu-tests.sh builds it, which
 # checks the protocol, not the CUDA kernels.
@@ -71,6 +72,17 @@ if [ -n "${GPURDMA_FAKE_CUDA_LEAKS:-}" ]; then
     GPURDMA_FAKE_CUDA_COPY_GBPS=0.5 GPURDMA_FAKE_CUDA_KERNEL_GBPS=1 \
         step "3+1+2, slow copies and kernels (stand-in knobs, if it has them)" --np 6 --logical-nodes 3,1,2 \
         --algorithm hier --chunk-size 16384 --max-bytes 1048576 --expect-device --limit 240
+    # Each copy and kernel waits 0..500 us at random first: a fence that misses the copy
+    # it guards (a chunk railed before its copy out lands) fails here in most calls,
+    # against about one in eight at a fixed speed. The seed repeats a run's draws.
+    seed=${GPURDMA_FAKE_CUDA_SEED:-$RANDOM}
+    jittered=(--algorithm hier --chunk-size 16384 --max-bytes 1048576 --expect-device --limit 240)
+    GPURDMA_FAKE_CUDA_JITTER_US=500 GPURDMA_FAKE_CUDA_SEED=$seed \
+        step "2x2, copies and kernels delayed 0..500 us at random (GPURDMA_FAKE_CUDA_SEED=$seed)" --np 4 \
+        --logical-nodes 2 "${jittered[@]}"
+    GPURDMA_FAKE_CUDA_JITTER_US=500 GPURDMA_FAKE_CUDA_SEED=$seed \
+        step "3+1+2, copies and kernels delayed 0..500 us at random (GPURDMA_FAKE_CUDA_SEED=$seed)" --np 6 \
+        --logical-nodes 3,1,2 "${jittered[@]}"
 fi
 # A node whose ranks mix host and GPU buffers agrees per call: its GPU ranks stage
 # and join the host path (algo/call_kinds.h); a 5 s timeout, so a wait for the other
@@ -92,6 +104,10 @@ if [ -n "${GPURDMA_FAKE_CUDA_LEAKS:-}" ]; then
     # 2 s per 128 KiB copy against a 1 s timeout: the error names the stage.
     GPURDMA_FAKE_CUDA_COPY_GBPS=0.0000655 want="timed out after 1 s in GPU staging in" \
         step "2x2, a staging copy outlasting the timeout: errors naming the stage" --np 4 --logical-nodes 2 \
+        --algorithm ring --hold-check --max-bytes 131072 --timeout 1 --expect-errors --limit 120
+    # Staging out is the host-to-device copy of the result: only that direction slow.
+    GPURDMA_FAKE_CUDA_H2D_GBPS=0.0000655 want="timed out after 1 s in GPU staging out" \
+        step "2x2, a copy back outlasting the timeout: errors naming the stage" --np 4 --logical-nodes 2 \
         --algorithm ring --hold-check --max-bytes 131072 --timeout 1 --expect-errors --limit 120
 fi
 step "2x2, rank 1 stops mid-call: errors within the 5 s timeout" --np 4 --logical-nodes 2 --algorithm hier \
