@@ -17,10 +17,11 @@
 #                                       on the one GPU (np 2 and 4): the same checks,
 #                                       bus bandwidth, and rank 0's per-stage times
 #                                       (node RS+D2H, inter-node, H2D, node AG);
-#                                       then, only where the machine has the same
-#                                       Open MPI as the build (the bundle carries
-#                                       none), tests/mpi/device_check under mpirun
-#                                       at 2 logical nodes (np 4). Every step's timeout
+#                                       then tests/mpi/device_check under mpirun
+#                                       at 2 logical nodes (np 4), with the Open MPI
+#                                       4.x of the build that the bundle carries
+#                                       (relocated), else the machine's if it is the
+#                                       same version. Every step's timeout
 #                                       is cut to what is left of 400 s, so the whole
 #                                       run ends within 7 minutes.
 #   --run DIR --host-only               only the host mode (any machine).
@@ -29,7 +30,40 @@ set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 mode=${1:-}
 dir=${2:-}
-[ -n "$mode" ] && [ -n "$dir" ] || { sed -n '2,22p' "$0"; exit 2; }
+[ -n "$mode" ] && [ -n "$dir" ] || { sed -n '2,28p' "$0"; exit 2; }
+
+# --bundle: the build's own Open MPI 4.x (mpirun, orted, libraries, components, help
+# files, and the PMIx and UCX modules they load), relocated under $dir/ompi with
+# OPAL_PREFIX at run time, so that device_check runs under mpirun on a machine without
+# Open MPI. Open MPI 5 (prterun) is not bundled: the --run step then needs the machine's.
+# Adds its binaries and components to deps (their libraries are copied with the rest).
+bundle_open_mpi() {
+    local prefix libdir pkglibdir pkgdatadir runner version
+    version=$(ompi_info --parsable 2>/dev/null | sed -n 's/^ompi:version:full://p')
+    case $version in 4.*) ;; *) echo "note: Open MPI ${version:-not found}: not bundled"; return 0 ;; esac
+    path() { ompi_info --parsable --path "$1" | sed "s/^path:$1://"; }
+    prefix=$(path prefix); libdir=$(path libdir); pkglibdir=$(path pkglibdir); pkgdatadir=$(path pkgdatadir)
+    runner=$(readlink -f "$(command -v mpirun)")
+    case $libdir/$pkglibdir/$pkgdatadir in "$prefix"/*) ;; *) echo "note: Open MPI's paths are not under $prefix: not bundled"; return 0 ;; esac
+    local o=$dir/ompi
+    mkdir -p "$o/bin" "$o${libdir#"$prefix"}" "$o${pkgdatadir#"$prefix"}" "$o/pmix" "$o/ucx"
+    cp -L "$runner" "$o/bin/mpirun"
+    cp -L "$(dirname "$runner")/orted" "$o/bin/orted"
+    cp -rL "$libdir/." "$o${libdir#"$prefix"}/"
+    rm -rf "$o${libdir#"$prefix"}/pkgconfig" "$o${pkglibdir#"$prefix"}"/*java* "$o${libdir#"$prefix"}"/*.a
+    cp -rL "$pkgdatadir/." "$o${pkgdatadir#"$prefix"}/"
+    # PMIx and UCX load modules of their own, from where they were installed.
+    local pmix ucs
+    pmix=$(ldd "$pkglibdir"/mca_pmix_*.so 2>/dev/null | awk '/libpmix\.so/{print $3; exit}')
+    [ -n "$pmix" ] && pmix=$(readlink -f "$pmix")
+    [ -n "$pmix" ] && [ -d "$(dirname "$pmix")/pmix" ] && cp -rL "$(dirname "$pmix")/pmix/." "$o/pmix/"
+    ucs=$(ldd "$build/component/mca_coll_gpurdma.so" | awk '/libucs\.so/{print $3; exit}')
+    [ -n "$ucs" ] && ucs=$(readlink -f "$ucs")
+    [ -n "$ucs" ] && [ -d "$(dirname "$ucs")/ucx" ] && cp -L "$(dirname "$ucs")"/ucx/*.so* "$o/ucx/"
+    printf '%s\n' "${pkglibdir#"$prefix"}" > "$o/PKGLIBDIR"
+    deps+=("$o/bin/mpirun" "$o/bin/orted")
+    while IFS= read -r -d '' f; do deps+=("$f"); done < <(find "$o" -name '*.so*' -type f -print0)
+}
 
 case "$mode" in
 --bundle)
@@ -49,13 +83,14 @@ case "$mode" in
     cp -L "$build/component/mca_coll_gpurdma.so" "$dir/component/"
     strip --strip-debug "$dir/gpu_launcher" "$dir/device_check" "$dir/component/mca_coll_gpurdma.so" 2>/dev/null || true
     mpirun --version 2>/dev/null | head -n 1 > "$dir/OMPI_VERSION"
+    deps=("$build/tests/gpu/gpu_launcher" "$build/tests/mpi/device_check" "$build/component/mca_coll_gpurdma.so")
+    bundle_open_mpi
     # Everything ldd resolves except glibc itself (the target's own glibc runs it).
-    ldd "$build/tests/gpu/gpu_launcher" "$build/tests/mpi/device_check" "$build/component/mca_coll_gpurdma.so" |
-        awk '/=> \//{print $3}' | sort -u | while read -r lib; do
+    ldd "${deps[@]}" 2>/dev/null | awk '/=> \//{print $3}' | sort -u | while read -r lib; do
         case "$(basename "$lib")" in
         libc.so.*|libm.so.*|libpthread.so.*|libdl.so.*|librt.so.*|ld-linux*) continue ;;
         esac
-        cp -L "$lib" "$dir/"
+        [ -e "$dir/$(basename "$lib")" ] || cp -L "$lib" "$dir/"
     done
     cp "$0" "$dir/gpu-check.sh"
     (cd "$top" && git rev-parse --short HEAD 2>/dev/null || echo unknown) > "$dir/REVISION"
@@ -110,8 +145,18 @@ case "$mode" in
     echo "== GPU buffers under mpirun: device_check at 2 logical nodes on GPU 0 (np 4: 2+2), every op x type"
     want=$(cat "$dir/OMPI_VERSION" 2>/dev/null || true)
     have=$(mpirun --version 2>/dev/null | head -n 1 || true)
-    if [ -z "$have" ]; then
-        echo "SKIP: no mpirun here (the bundle carries no Open MPI; this step needs ${want:-the Open MPI of the build})"
+    if [ -x "$dir/ompi/bin/mpirun" ]; then
+        # The bundled Open MPI, relocated (single node: no ssh needed).
+        o=$dir/ompi
+        OPAL_PREFIX=$o PATH=$o/bin:$PATH OMPI_MCA_plm=isolated PMIX_MCA_mca_base_component_path=$o/pmix \
+            UCX_MODULE_DIR=$o/ucx OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+            OMPI_MCA_mca_base_component_path="$o$(cat "$o/PKGLIBDIR"):$dir/component" \
+            timeout "$(limit 60 "device_check under mpirun")" "$o/bin/mpirun" --oversubscribe --bind-to none -np 4 \
+            --mca pml ob1 --mca btl self,vader --mca coll_gpurdma_priority 100 --mca coll_gpurdma_verbose 1 \
+            --mca coll_gpurdma_logical_nodes 2 --mca coll_gpurdma_timeout 30 "$dir/device_check" \
+            --max-bytes $((16 << 20)) --expect-device || { echo "FAIL: device_check under the bundled mpirun"; exit 1; }
+    elif [ -z "$have" ]; then
+        echo "SKIP: no mpirun here, and the bundle carries none (built with Open MPI 5; this step needs ${want:-the Open MPI of the build})"
     elif [ "$have" != "$want" ]; then
         echo "SKIP: '$have' here; the bundle's component is built for '$want'"
     else
@@ -126,7 +171,7 @@ case "$mode" in
     echo "PASS ($(( $(date +%s) - start )) s)"
     ;;
 *)
-    sed -n '2,22p' "$0"
+    sed -n '2,28p' "$0"
     exit 2
     ;;
 esac

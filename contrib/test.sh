@@ -17,7 +17,7 @@ if ! make -j1 check; then
     exit 1
 fi
 # Show the suite's own summaries (automake keeps them in the .log files).
-grep -h -E "^\[  (PASSED|FAILED) |mpi-tests: |mpich-tests: |fault-tests: |cluster-tests: |^SKIP" tests/unit/*.log tests/mpi/*.log \
+grep -h -E "^\[  (PASSED|FAILED) |mpi-tests: |mpich-coll-suite: |mpich-tests: |fault-tests: |cluster-tests: |^SKIP" tests/unit/*.log tests/mpi/*.log \
     tests/mpich/*.log tests/cluster/*.log 2>/dev/null || true
 cd "$top"
 if [ "${GPURDMA_SKIP_ASAN:-0}" != 1 ]; then
