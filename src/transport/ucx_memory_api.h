@@ -1,5 +1,5 @@
 // The UCX calls that register memory for RMA, behind an interface: the GPUDirect RDMA
-// registration (gpu/device_registration.h) runs against a fake in the unit tests, since
+// registration (transport/registered_range.h) runs against a fake in the unit tests, since
 // the development machine's UCX has no CUDA support. The real one is a thin pass-through.
 #pragma once
 
