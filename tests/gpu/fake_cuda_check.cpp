@@ -149,6 +149,17 @@ private:
     std::string why_;
 };
 
+// The int32 SUM kernel's arguments doubling `src` into `dst` (both sources the same).
+gpurdma::reduce::device::ReduceArgs doubling(Ptr src, Ptr dst, size_t count)
+{
+    gpurdma::reduce::device::ReduceArgs args{};
+    args.src[0] = args.src[1] = reinterpret_cast<void *>(src);
+    args.dst = reinterpret_cast<void *>(dst);
+    args.count = count;
+    args.nsrc = 2;
+    return args;
+}
+
 // Holds a stream at a point of its queue (cuLaunchHostFunc) until opened; bounded.
 struct Gate {
     std::mutex mu;
@@ -214,11 +225,7 @@ void stream_fifo()
     c.rc(api.launch_host_func(s, Gate::wait, &gate), 0, "cuLaunchHostFunc");
     c.rc(api.memcpy_htod_async(dev[0], host, bytes, s), 0, "cuMemcpyHtoDAsync_v2");
     for (int i = 0; i < kLinks - 1; ++i) c.rc(api.memcpy_dtod_async(dev[i + 1], dev[i], bytes, s), 0, "cuMemcpyDtoD");
-    gpurdma::reduce::device::ReduceArgs args{};
-    args.src[0] = args.src[1] = reinterpret_cast<void *>(dev[kLinks - 1]);
-    args.dst = reinterpret_cast<void *>(dev[kLinks]);
-    args.count = kCount;
-    args.nsrc = 2;
+    gpurdma::reduce::device::ReduceArgs args = doubling(dev[kLinks - 1], dev[kLinks], kCount);
     void *params[] = {&args};
     c.rc(api.launch_kernel(fn, 1, 1, 1, 128, 1, 1, 0, s, params, nullptr), 0, "cuLaunchKernel");
     args = {};  // the launch copied its parameters, as CUDA does
@@ -644,11 +651,7 @@ int child_slow_kernel()
     void *fn = sum_int32_kernel(), *s = nullptr;
     Ptr a = 0, b = 0;
     if (!fn || api.mem_alloc(&a, bytes) || api.mem_alloc(&b, bytes) || api.stream_create(&s, 1)) return 3;
-    gpurdma::reduce::device::ReduceArgs args{};
-    args.src[0] = args.src[1] = reinterpret_cast<void *>(a);
-    args.dst = reinterpret_cast<void *>(b);
-    args.count = count;
-    args.nsrc = 2;
+    gpurdma::reduce::device::ReduceArgs args = doubling(a, b, count);
     void *params[] = {&args};
     const auto t0 = Clock::now();
     if (api.launch_kernel(fn, 1, 1, 1, 128, 1, 1, 0, s, params, nullptr) || api.stream_synchronize(s)) return 3;
@@ -683,11 +686,7 @@ int child_jitter()
     std::memset(out, 0, kBytes);
     std::memset(got, 0, kRounds * kBytes);
     // One stream: the chain, the kernel doubling its end, the copy back.
-    gpurdma::reduce::device::ReduceArgs args{};
-    args.src[0] = args.src[1] = reinterpret_cast<void *>(dev[kLinks - 1]);
-    args.dst = reinterpret_cast<void *>(dev[kLinks]);
-    args.count = kCount;
-    args.nsrc = 2;
+    gpurdma::reduce::device::ReduceArgs args = doubling(dev[kLinks - 1], dev[kLinks], kCount);
     void *params[] = {&args};
     if (api.event_record(e0, a) || api.memcpy_htod_async(dev[0], host, kBytes, a)) return 3;
     for (int i = 0; i < kLinks - 1; ++i)
