@@ -143,6 +143,8 @@ typedef struct gpurdma_config {
                                  host memory and the host latency path instead of the device path */
     const char *gdr_level; /* farthest GPU-NIC path for GPUDirect RDMA: LOC, PIX, PXB, PHB or SYS
                                  (NCCL_NET_GDR_LEVEL's scale); copied by the context */
+    const char *rail_reduce; /* GPU buffers across nodes: where the rail stage reduces arrivals: "auto",
+                                 "host" (staged to page-locked chunks, the CPU) or "device" (the GPU) */
     int ib_gid_index; /* RoCE/IB port GID index of our UCX context (NCCL_IB_GID_INDEX); -1: UCX's */
     int ib_tc; /* IB traffic class / RoCEv2 DSCP (NCCL_IB_TC), 0..255; -1: UCX's */
     int ib_sl; /* IB service level / RoCEv2 priority (NCCL_IB_SL), 0..15; -1: UCX's */

@@ -80,6 +80,11 @@ public:
     transport::PeerTransport &router() { return *router_; }
     transport::ShmSegment *segment() const { return shm_ ? shm_->segment() : nullptr; }
     bool uses_ucx() const { return ucx_ && ucx_->channels(); }
+    // Where messages from other nodes land (the UCX channels' region); empty if none.
+    transport::MemoryRange landing_from_other_nodes() const
+    {
+        return uses_ucx() ? ucx_->channels()->landing() : transport::MemoryRange{};
+    }
     // Which buffers each node peer passes to each call (null if the node has one rank).
     const CallKinds *call_kinds() const { return kinds_ ? &*kinds_ : nullptr; }
     uint64_t bytes_sent() const;  // payload bytes sent over both media so far

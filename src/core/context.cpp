@@ -18,6 +18,7 @@ gpurdma_context::gpurdma_context(const gpurdma_config_t &c)
       logical_nodes(c.logical_nodes ? c.logical_nodes : ""),
       net_devices(c.net_devices ? c.net_devices : ""),
       gdr_level(c.gdr_level ? c.gdr_level : "PXB"),
+      rail_reduce(c.rail_reduce ? c.rail_reduce : "auto"),
       log(c.log, c.verbose)
 {
     config.algorithm = algorithm_text.c_str();
@@ -25,6 +26,7 @@ gpurdma_context::gpurdma_context(const gpurdma_config_t &c)
     config.logical_nodes = logical_nodes.c_str();
     config.net_devices = net_devices.c_str();
     config.gdr_level = gdr_level.c_str();  // the caller's strings need not outlive the context
+    config.rail_reduce = rail_reduce.c_str();
 }
 
 gpurdma::Status gpurdma_context::create(const gpurdma_config_t &c, std::unique_ptr<gpurdma_context> *out)

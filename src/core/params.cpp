@@ -64,6 +64,13 @@ constexpr gpurdma_param_info_t choice(const char *name, size_t offset, const cha
     return {name, GPURDMA_PARAM_ENUM, offset, 0, value, 0, 0, 0, 0, nullptr, names, nullptr, level, agreed, help};
 }
 
+// coll_gpurdma_rail_reduce's values (gpu/rail_mode.h), in MCA enumerator order.
+const char *rail_reduce_name(int index)
+{
+    static const char *const names[] = {"auto", "host", "device"};
+    return index >= 0 && index < 3 ? names[index] : nullptr;
+}
+
 #define FIELD(f) offsetof(gpurdma_config_t, f)
 constexpr auto INT = GPURDMA_PARAM_INT;
 constexpr auto SIZE = GPURDMA_PARAM_SIZE;
@@ -155,8 +162,18 @@ const gpurdma_param_info_t kTable[] = {
          6,
          "Farthest GPU-to-NIC path over which GPU buffers may go by GPUDirect RDMA between "
          "nodes, as NCCL_NET_GDR_LEVEL: LOC (same device), PIX (one PCIe bridge), PXB (several PCIe "
-         "bridges), PHB (through the CPU's PCIe host bridge) or SYS (across NUMA nodes). Today only "
-         "computed and printed at verbose 1: GPU buffers cross nodes through page-locked host memory"),
+         "bridges), PHB (through the CPU's PCIe host bridge) or SYS (across NUMA nodes). GPUDirect RDMA also "
+         "needs UCX with CUDA memory support and UCX registering device memory (probed once). Where it is "
+         "eligible, the rail stage's sends go straight from GPU memory (coll_gpurdma_rail_reduce auto or "
+         "device); arrivals land in host memory, which the GPU reads. Verbose 1 prints the verdict"),
+    choice("rail_reduce", FIELD(rail_reduce), "auto", rail_reduce_name, kLocal, 6,
+           "GPU buffers across nodes: where the rail stage (the allreduce of each slice between nodes) reduces "
+           "what arrives. auto: the GPU where sends can go straight from GPU memory (GPUDirect RDMA), else the "
+           "host; host: each slice is copied once to page-locked host memory, reduced there by the CPU and "
+           "copied back; device: the GPU reduces each arrival straight out of its (host) landing slot, in place "
+           "in the receive buffer, and sends are staged to page-locked memory unless GPUDirect RDMA allows "
+           "them straight from GPU memory. Each rank decides for itself (the messages are the same); verbose 1 "
+           "prints the choice and why"),
     // -1: UCX's choice (UCX_IB_* or auto).
     number("ib_gid_index", INT, FIELD(ib_gid_index), -1, in(-1, 1023, "is not -1 or in 0..1023"), kLocal, 6,
            "RoCE/InfiniBand port GID index for gpurdma's UCX context, like NCCL_IB_GID_INDEX "

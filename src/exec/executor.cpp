@@ -1,9 +1,5 @@
 #include "exec/executor.h"
 
-#include <cstring>
-
-#include "reduce/reduce.h"
-
 namespace gpurdma::exec {
 
 using plan::Buf;
@@ -11,13 +7,14 @@ using plan::Step;
 using plan::StepKind;
 
 Executor::Executor(const plan::Schedule &schedule, transport::PeerTransport &transport, gpurdma_op_t op,
-                   gpurdma_dtype_t dtype, const void *sendbuf, void *recvbuf)
+                   gpurdma_dtype_t dtype, const void *sendbuf, void *recvbuf, LocalWork &work)
     : schedule_(schedule),
       transport_(transport),
       op_(op),
       dtype_(dtype),
       send_(static_cast<const char *>(sendbuf ? sendbuf : recvbuf)),
-      recv_(static_cast<char *>(recvbuf))
+      recv_(static_cast<char *>(recvbuf)),
+      work_(work)
 {}
 
 const Step *Executor::current() const
@@ -37,24 +34,46 @@ void *Executor::destination(Buf buf, size_t off) const
     return recv_ + off;
 }
 
+bool Executor::ok(const Status &st, bool *failed)
+{
+    if (st.is_ok()) return true;
+    *failed = true;
+    error_ = st.message();
+    return false;
+}
+
+// A step in up to three phases, each resumed where it stopped: begin (start its local
+// work), wait for that work, complete (send; return a receive's slot).
 bool Executor::run_step(const Step &step, bool *failed)
+{
+    if (phase_ == StepPhase::Begin) {
+        if (!begin(step, failed)) return false;
+        phase_ = StepPhase::Working;
+    }
+    if (phase_ == StepPhase::Working) {
+        bool done = false;
+        if (!ok(work_.finished(&done), failed) || !done) return false;
+        phase_ = StepPhase::Complete;
+    }
+    if (!complete(step, failed)) return false;
+    phase_ = StepPhase::Begin;
+    return true;
+}
+
+// Starts the step's local work; false while it must wait first (or failed).
+bool Executor::begin(const Step &step, bool *failed)
 {
     switch (step.kind) {
         case StepKind::Copy: {
             void *dst = destination(step.dst_buf, step.dst_off);
             const void *src = source(step.src_buf, step.src_off);
             if (transport_.source_busy(dst, step.bytes)) return false;
-            if (dst != src) std::memmove(dst, src, step.bytes);
-            return true;
+            return dst == src || ok(work_.copy(dst, src, step.bytes), failed);
         }
-        case StepKind::Send: {
-            const transport::Poll p = transport_.try_send(step.peer, source(step.src_buf, step.src_off), step.bytes);
-            if (p == transport::Poll::Failed) {
-                *failed = true;
-                error_ = transport_.error();
-            }
-            return p == transport::Poll::Done;
-        }
+        case StepKind::Send:
+            send_from_ = nullptr;
+            return ok(work_.send_source(source(step.src_buf, step.src_off), step.bytes, &send_from_), failed) &&
+                   send_from_ != nullptr;
         case StepKind::RecvReduce:
         case StepKind::RecvCopy: {
             void *dst = destination(step.dst_buf, step.dst_off);
@@ -62,17 +81,34 @@ bool Executor::run_step(const Step &step, bool *failed)
             if (transport_.source_busy(dst, step.bytes)) return false;
             const void *landed = transport_.try_receive(step.peer, step.bytes);
             if (!landed) return false;
-            if (step.kind == StepKind::RecvCopy) {
-                std::memcpy(dst, landed, step.bytes);
-            } else {
-                const void *local = source(step.src_buf, step.src_off);
-                const void *a = step.landed_first ? landed : local;
-                const void *b = step.landed_first ? local : landed;
-                reduce::apply(op_, dtype_, dst, a, b, step.bytes / schedule_.elem_size);
+            if (step.kind == StepKind::RecvCopy) return ok(work_.copy(dst, landed, step.bytes), failed);
+            const void *local = source(step.src_buf, step.src_off);
+            const void *a = step.landed_first ? landed : local;
+            const void *b = step.landed_first ? local : landed;
+            return ok(work_.reduce(op_, dtype_, dst, a, b, step.bytes / schedule_.elem_size), failed);
+        }
+    }
+    return false;
+}
+
+// After the step's local work is done: false while it must wait (or failed).
+bool Executor::complete(const Step &step, bool *failed)
+{
+    switch (step.kind) {
+        case StepKind::Copy: return true;
+        case StepKind::Send: {
+            const transport::Poll p = transport_.try_send(step.peer, send_from_, step.bytes);
+            if (p == transport::Poll::Failed) {
+                *failed = true;
+                error_ = transport_.error();
             }
+            return p == transport::Poll::Done;
+        }
+        case StepKind::RecvReduce:
+        case StepKind::RecvCopy:
+            // Only now has the work read the landed bytes: the slot goes back.
             transport_.release(step.peer);
             return true;
-        }
     }
     return false;
 }

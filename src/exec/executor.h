@@ -1,7 +1,11 @@
 // Runs one rank's schedule over a PeerTransport as a resumable state machine:
 // advance() does all the work it can without waiting and returns. The schedule
 // allreduce (algo/schedule_allreduce.h) runs it under exec::ProgressLoop; the
-// simulator interleaves many ranks in one thread.
+// simulator interleaves many ranks in one thread. Local work (copies, reductions,
+// what a send reads) goes through an exec::LocalWork: the host's, done at once, or a
+// GPU's, queued on a stream (the rail stage of GPU buffers across nodes); a step whose
+// work is still running is finished on a later advance(): a receive's slot goes back
+// to its sender, and a staged send is sent, only once the work is done.
 #pragma once
 
 #include <cstddef>
@@ -9,6 +13,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "exec/local_work.h"
 #include "exec/progress.h"
 #include "exec/task.h"
 #include "gpurdma/gpurdma.h"
@@ -19,9 +24,9 @@ namespace gpurdma::exec {
 
 class Executor {
 public:
-    // sendbuf == nullptr means in place. The schedule must outlive the executor.
+    // sendbuf == nullptr means in place. The schedule and work must outlive the executor.
     Executor(const plan::Schedule &schedule, transport::PeerTransport &transport, gpurdma_op_t op,
-             gpurdma_dtype_t dtype, const void *sendbuf, void *recvbuf);
+             gpurdma_dtype_t dtype, const void *sendbuf, void *recvbuf, LocalWork &work = HostLocalWork::instance());
 
     // Executes steps until one must wait. Returns Done only when every step has run
     // and no send still reads a user buffer.
@@ -30,12 +35,22 @@ public:
     // Index of the step waited on, or steps.size() when done.
     size_t position() const { return pc_; }
     const plan::Step *current() const;
+    // Whether the current step waits for its own local work (a GPU's), not for a peer.
+    bool working() const { return phase_ == StepPhase::Working; }
     const std::string &error() const { return error_; }
 
 private:
+    // Where the current step is: not begun; its local work started (copy, reduction,
+    // a send's staging copy); that work done, only the completion left (a send that
+    // waits for a landing slot).
+    enum class StepPhase { Begin, Working, Complete };
+
     const void *source(plan::Buf buf, size_t off) const;
     void *destination(plan::Buf buf, size_t off) const;
     bool run_step(const plan::Step &step, bool *failed);
+    bool begin(const plan::Step &step, bool *failed);
+    bool complete(const plan::Step &step, bool *failed);
+    bool ok(const Status &st, bool *failed);
 
     const plan::Schedule &schedule_;
     transport::PeerTransport &transport_;
@@ -43,7 +58,10 @@ private:
     gpurdma_dtype_t dtype_;
     const char *send_;
     char *recv_;
+    LocalWork &work_;
     size_t pc_ = 0;
+    StepPhase phase_ = StepPhase::Begin;
+    const void *send_from_ = nullptr;  // the current send's source (staged or not)
     std::string error_;
 };
 

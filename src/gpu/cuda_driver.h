@@ -95,6 +95,10 @@ struct DriverApi {
     CUresult (*mem_alloc)(CUdeviceptr *, size_t) = nullptr;
     CUresult (*mem_free)(CUdeviceptr) = nullptr;
     CUresult (*get_error_string)(CUresult, const char **) = nullptr;
+    // Not CUDA's: only the test suite's stand-in driver (tests/gpu/fake_cuda.cpp) has it,
+    // and says 1 when told to (its "device memory" is host memory, which UCX reads
+    // like any other), so that sends straight from GPU memory run without GPUDirect RDMA.
+    int (*stand_in_device_memory_is_host)() = nullptr;
 };
 
 class CudaDriver {
@@ -113,6 +117,13 @@ public:
 
     // cuMemcpy with unified addressing, in the context of the device buffer involved.
     Status copy(void *dst, const void *src, size_t bytes, void *context) const;
+
+    // Whether the network (UCX) reads this driver's device memory as host memory: the
+    // stand-in driver's, when told so; never a real GPU's.
+    bool device_memory_is_host() const
+    {
+        return ok_ && api_.stand_in_device_memory_is_host && api_.stand_in_device_memory_is_host() == 1;
+    }
 
     // The resolved entry points (only meaningful when available()).
     const DriverApi &api() const { return api_; }

@@ -47,8 +47,10 @@ DeviceHierarchical::~DeviceHierarchical()
             setup_.log->log(0, "%s: rank %d: chunk buffers still in use at release, kept: %s", setup_.name.c_str(),
                             setup_.rank, why.c_str());
         for (auto &c : chunks_) (void)c.buffer.release();
+        (void)rail_work_.release();  // its send buffers and the landing region's mapping too
     }
     chunks_.clear();  // events and page-locked memory before the team's stream and context
+    rail_work_.reset();
 }
 
 // A failed call may leave copies on the stream and rail sends (puts, active messages)
@@ -58,12 +60,16 @@ bool DeviceHierarchical::chunks_unused(std::string *why)
 {
     struct CopiesDone : exec::Task {
         DeviceTeam &team;
-        explicit CopiesDone(DeviceTeam &t) : team(t) {}
+        const DeviceRailWork *rail;
+        CopiesDone(DeviceTeam &t, const DeviceRailWork *r) : team(t), rail(r) {}
         exec::State advance() override
         {
-            bool done = false;
             // A failing query: the stream's work will never run (a sticky error).
-            return !team.stream_done(&done).is_ok() || done ? exec::State::Done : exec::State::Running;
+            bool done = false;
+            if (team.stream_done(&done).is_ok() && !done) return exec::State::Running;
+            done = false;
+            if (rail && rail->stream_done(&done).is_ok() && !done) return exec::State::Running;
+            return exec::State::Done;
         }
         uint64_t position() const override { return 0; }
         std::string describe_wait() const override
@@ -71,14 +77,20 @@ bool DeviceHierarchical::chunks_unused(std::string *why)
             return "device hierarchical teardown, waiting for a failed call's copies on the stream";
         }
         std::string describe_failure() const override { return describe_wait(); }
-    } copies(*team_);
+    } copies(*team_, rail_work_.get());
     Status st = host_.loop().run(copies);
     std::vector<exec::SourceRange> ranges;
-    for (const auto &c : chunks_) ranges.push_back({c.buffer->data(), c.buffer->size()});
+    for (const auto &c : chunks_)
+        if (c.buffer) ranges.push_back({c.buffer->data(), c.buffer->size()});
+    if (rail_work_) {
+        const auto staged = rail_work_->send_buffers();
+        ranges.insert(ranges.end(), staged.begin(), staged.end());
+    }
     if (st.is_ok())
         st = exec::wait_until_unread(
             host_.loop(), host_.router(), ranges,
-            "device hierarchical teardown, waiting for a failed call's rail sends to stop reading the chunk buffers");
+            "device hierarchical teardown, waiting for a failed call's rail sends to stop reading the chunk or send "
+            "buffers");
     *why = st.message();
     return st.is_ok();
 }
@@ -99,39 +111,85 @@ Status DeviceHierarchical::set_up(const PointerInfo &first_buffer)
     const Status st = DeviceTeam::create(setup, first_buffer, &team_);
     if (st.is_unsupported()) team_state_ = Team::Staged;
     if (!st.is_ok()) return st;
+    const GdrDecision gdr = team_->gdr_decision();
+    choose_rail(gdr);
     const size_t bytes = std::max<size_t>(host_.plan().chunk_size, 64);
     for (size_t i = 0; i < kChunkBuffers; ++i) {
         Chunk c;
-        std::string why;
-        c.buffer = std::make_unique<PinnedBuffer>(bytes, team_->context(), &why);
-        if (!why.empty()) pinned_why_ = why;
+        if (!on_gpu()) {
+            std::string why;
+            c.buffer = std::make_unique<PinnedBuffer>(bytes, team_->context(), &why);
+            if (!why.empty()) pinned_why_ = why;
+        }
         c.out = std::make_unique<CopyFence>(team_->context(), team_->stream());
         c.back = std::make_unique<CopyFence>(team_->context(), team_->stream());
         chunks_.push_back(std::move(c));
     }
     team_state_ = Team::Ready;
-    log_mode();
+    log_mode(gdr);
     return Status::ok();
 }
 
-void DeviceHierarchical::log_mode() const
+// Sends may go straight from GPU memory where GPUDirect RDMA is eligible, or where the
+// stand-in driver's "device memory" is host memory (what UCX reads then is what it is).
+void DeviceHierarchical::choose_rail(const GdrDecision &gdr)
+{
+    RailModeInputs in;
+    const gpurdma_config_t *cfg = setup_.config;
+    if (cfg && cfg->rail_reduce) in.requested = cfg->rail_reduce;
+    const bool host_memory = CudaDriver::instance().device_memory_is_host();
+    in.direct_sends = gdr.eligible || host_memory;
+    in.direct_why =
+        gdr.eligible  ? "GPUDirect RDMA: " + gdr.reason
+        : host_memory ? "the stand-in driver's device memory is host memory; GPUDirect RDMA not eligible: " + gdr.reason
+                      : "GPUDirect RDMA not eligible: " + gdr.reason;
+    rail_mode_ = choose_rail_mode(in);
+    if (rail_mode_.reduce != RailReduce::Device) return;
+    RailWorkSetup w;
+    w.ctx = team_->context();
+    w.kernels = &team_->kernels();
+    w.transport = &host_.router();
+    w.landing = host_.landing_from_other_nodes();
+    w.direct_sends = rail_mode_.direct_sends;
+    w.send_buffer_bytes = std::max<size_t>(host_.plan().chunk_size, 64);
+    w.send_buffers = std::max(2, cfg ? cfg->slots : 2);
+    const Status st = DeviceRailWork::create(w, &rail_work_);
+    if (st.is_ok()) return;
+    rail_work_.reset();
+    rail_mode_ = RailMode{RailReduce::Host, false,
+                          rail_mode_.reason + "; but the GPU cannot reduce here (" + st.message() + "): the host does"};
+}
+
+void DeviceHierarchical::log_mode(const GdrDecision &gdr) const
 {
     const Logger *log = setup_.log;
     if (!log || !log->enabled(1)) return;
     if (!pinned_why_.empty())
         log->log(1, "%s: rank %d: chunk buffers are pageable host memory, not page-locked: %s", setup_.name.c_str(),
                  setup_.rank, pinned_why_.c_str());
+    if (rail_work_ && !rail_work_->pageable_why().empty())
+        log->log(1, "%s: rank %d: rail send buffers are pageable host memory, not page-locked: %s", setup_.name.c_str(),
+                 setup_.rank, rail_work_->pageable_why().c_str());
+    // Each rank decides where its rail reduces (the wire is the same): each says so.
+    log->log(1, "%s: rank %d: device buffers across nodes: rail stage reduces on the %s (%s)", setup_.name.c_str(),
+             setup_.rank, rail_mode_name(rail_mode_).c_str(), rail_mode_.reason.c_str());
     if (team_->members()[0] != setup_.rank) return;  // once per node that sets up
     const topo::Topology &t = host_.topology();
-    log->log(
-        1,
-        "%s: rank %d: device buffers across nodes (%s): staged-pinned hierarchical: node reduce-scatter on the GPUs "
-        "(CUDA IPC kernel), per-rail allreduce of each slice from %zu %s host chunk buffers of %s (copies on "
-        "the stream overlapped with the network), node allgather by copy engine; for the sizes the host path "
-        "runs hierarchically, the others stage whole. Why staged: GPUDirect RDMA %s",
-        setup_.name.c_str(), setup_.rank, t.summary().c_str(), chunks_.size(),
-        pinned_why_.empty() ? "page-locked" : "pageable", format_bytes(chunks_[0].buffer->size()).c_str(),
-        team_->gdr_verdict().c_str());
+    const std::string rail =
+        on_gpu() ? std::string(
+                       "in place on the GPU slices, arrivals reduced by the GPU out of their landing slots, "
+                       "sends ") +
+                       (rail_mode_.direct_sends ? "straight from GPU memory"
+                                                : "staged through page-locked buffers on a stream of its own")
+                 : "from " + std::to_string(chunks_.size()) + " " + (pinned_why_.empty() ? "page-locked" : "pageable") +
+                       " host chunk buffers of " + format_bytes(chunks_[0].buffer->size()) +
+                       " (copies on the stream overlapped with the network), the CPU reducing";
+    log->log(1,
+             "%s: rank %d: device buffers across nodes (%s): hierarchical: node reduce-scatter on the GPUs (CUDA IPC "
+             "kernel), per-rail allreduce of each slice %s, node allgather by copy engine; for the sizes the host "
+             "path runs hierarchically, the others stage whole. GPUDirect RDMA %s: %s",
+             setup_.name.c_str(), setup_.rank, t.summary().c_str(), rail.c_str(),
+             gdr.eligible ? "eligible" : "not eligible", gdr.reason.c_str());
 }
 
 Status DeviceHierarchical::ready_for(const algo::Call &call, PointerInfo *sinfo, PointerInfo *rinfo)
@@ -330,10 +388,7 @@ void DeviceHierarchical::pump()
             if (!polled.is_ok()) return fail(Stage::H2D, polled.message());
             if (!done) continue;
             add_time(Stage::H2D, c.since);
-            timeline_[c.mine].back = ms_since(call_start_);
-            c.state = Chunk::State::Free;
-            ++units_back_;
-            ++position_;
+            unit_back(c);
             moved = true;
         }
         // The next units out into free chunks (kernel + copy out, on the stream).
@@ -349,7 +404,7 @@ void DeviceHierarchical::pump()
             Chunk &c = chunks_[next_rail_ % chunks_.size()];
             bool done = false;
             const Status polled = c.out->reached(&done);
-            if (!polled.is_ok()) return fail(Stage::D2H, polled.message());
+            if (!polled.is_ok()) return fail(on_gpu() ? Stage::NodeRs : Stage::D2H, polled.message());
             if (done) {
                 add_time(Stage::D2H, c.since);
                 timeline_[c.mine].staged = ms_since(call_start_);
@@ -370,7 +425,9 @@ void DeviceHierarchical::pump()
             if (st == exec::State::Done) {
                 add_time(Stage::InterNode, rail_chunk_->since);
                 timeline_[rail_chunk_->mine].railed = ms_since(call_start_);
-                if (!copy_back(*rail_chunk_)) return;
+                // On the GPU the rail ran in place: the slice is where it belongs.
+                if (on_gpu()) unit_back(*rail_chunk_);
+                else if (!copy_back(*rail_chunk_)) return;
                 rail_chunk_ = nullptr;
                 exec_.reset();
                 ++next_rail_;
@@ -389,8 +446,18 @@ void DeviceHierarchical::pump()
     enter(Step::Reduced);
 }
 
+void DeviceHierarchical::unit_back(Chunk &chunk)
+{
+    timeline_[chunk.mine].back = ms_since(call_start_);
+    chunk.state = Chunk::State::Free;
+    ++units_back_;
+    ++position_;
+}
+
 // Node reduce-scatter of one unit (the kernel over the node's buffers into this
-// rank's receive buffer), then its copy out to the chunk buffer; both on the stream.
+// rank's receive buffer), then, where the host reduces, its copy out to the chunk
+// buffer; both on the stream. Where the GPU reduces, a node of one copies its source
+// into the receive buffer instead (not in place): the rail runs there.
 bool DeviceHierarchical::stage_out(Chunk &chunk, size_t index)
 {
     const auto &d = CudaDriver::instance();
@@ -415,8 +482,27 @@ bool DeviceHierarchical::stage_out(Chunk &chunk, size_t index)
         }
         from = dsts_[me] + off;
     }
-    stage_ = Stage::D2H;
     ContextScope scope(team_->context());
+    if (on_gpu()) {
+        char *into = static_cast<char *>(call_.recvbuf) + off;
+        if (!multi() && from != into) {
+            const int rc = d.api().memcpy_dtod_async(reinterpret_cast<CUdeviceptr>(into),
+                                                     reinterpret_cast<CUdeviceptr>(from), bytes, team_->stream());
+            if (rc != 0) {
+                fail(Stage::NodeRs, d.error_text("cuMemcpyDtoDAsync", rc));
+                return false;
+            }
+        }
+        const Status fenced = chunk.out->record();
+        if (!fenced.is_ok()) {
+            fail(Stage::NodeRs, fenced.message());
+            return false;
+        }
+        chunk.state = Chunk::State::Out;
+        ++position_;
+        return true;
+    }
+    stage_ = Stage::D2H;
     const auto src = reinterpret_cast<CUdeviceptr>(from);
     const int rc =
         d.api().memcpy_dtoh_async
@@ -451,8 +537,12 @@ bool DeviceHierarchical::start_rail(Chunk &chunk)
 {
     stage_ = Stage::InterNode;
     const plan::RailUnit &u = units_[chunk.unit];
-    exec_.emplace(rail_schedule(u.slice, u.count), host_.router(), call_.op, call_.dtype, nullptr,
-                  chunk.buffer->data());
+    if (on_gpu())
+        exec_.emplace(rail_schedule(u.slice, u.count), host_.router(), call_.op, call_.dtype, nullptr,
+                      static_cast<char *>(call_.recvbuf) + u.first * elem_, *rail_work_);
+    else
+        exec_.emplace(rail_schedule(u.slice, u.count), host_.router(), call_.op, call_.dtype, nullptr,
+                      chunk.buffer->data());
     chunk.state = Chunk::State::Rail;
     chunk.since = Clock::now();
     rail_chunk_ = &chunk;
@@ -551,25 +641,43 @@ void DeviceHierarchical::finish()
     if (log && log->enabled(2)) {
         // Host steady-clock time inside each stage, summed over the units (stages of
         // different units overlap, so the sum can exceed the call's time).
-        log->log(2,
-                 "%s: rank %d allreduce %zu x %s %s on GPU buffers across nodes (staged-pinned hierarchical, %zu "
-                 "units here of %zu), call %llu: %.3f ms; stage times (ms, summed over units): node RS+D2H %.3f, "
-                 "inter-node %.3f, H2D %.3f, node AG %.3f",
-                 setup_.name.c_str(), setup_.rank, call_.count, gpurdma_dtype_name(call_.dtype),
-                 gpurdma_op_name(call_.op), mine_.size(), units_.size(), static_cast<unsigned long long>(seq_),
-                 ms_since(call_start_), stage_ms_[size_t(Stage::D2H)], stage_ms_[size_t(Stage::InterNode)],
-                 stage_ms_[size_t(Stage::H2D)], stage_ms_[size_t(Stage::NodeAg)]);
+        if (on_gpu())
+            log->log(2,
+                     "%s: rank %d allreduce %zu x %s %s on GPU buffers across nodes (hierarchical, rail on the %s, "
+                     "%zu units here of %zu), call %llu: %.3f ms; stage times (ms, summed over units): node RS "
+                     "%.3f, inter-node with the GPU's reductions%s %.3f, node AG %.3f",
+                     setup_.name.c_str(), setup_.rank, call_.count, gpurdma_dtype_name(call_.dtype),
+                     gpurdma_op_name(call_.op), rail_mode_name(rail_mode_).c_str(), mine_.size(), units_.size(),
+                     static_cast<unsigned long long>(seq_), ms_since(call_start_), stage_ms_[size_t(Stage::D2H)],
+                     rail_mode_.direct_sends ? "" : " and staged sends", stage_ms_[size_t(Stage::InterNode)],
+                     stage_ms_[size_t(Stage::NodeAg)]);
+        else
+            log->log(2,
+                     "%s: rank %d allreduce %zu x %s %s on GPU buffers across nodes (hierarchical, rail on the host, "
+                     "%zu units here of %zu), call %llu: %.3f ms; stage times (ms, summed over units): node RS+D2H "
+                     "%.3f, inter-node %.3f, H2D %.3f, node AG %.3f",
+                     setup_.name.c_str(), setup_.rank, call_.count, gpurdma_dtype_name(call_.dtype),
+                     gpurdma_op_name(call_.op), mine_.size(), units_.size(), static_cast<unsigned long long>(seq_),
+                     ms_since(call_start_), stage_ms_[size_t(Stage::D2H)], stage_ms_[size_t(Stage::InterNode)],
+                     stage_ms_[size_t(Stage::H2D)], stage_ms_[size_t(Stage::NodeAg)]);
     }
     if (log && log->enabled(3)) {
         // The pipeline's timeline: copies of one unit beside the network on another.
         for (size_t i = 0; i < timeline_.size(); ++i) {
             const Timeline &t = timeline_[i];
             const plan::RailUnit &u = units_[mine_[i]];
-            log->log(3,
-                     "%s: rank %d call %llu unit %zu (slice %d, %zu elements): node RS+D2H %.3f-%.3f, inter-node "
-                     "%.3f-%.3f, H2D %.3f-%.3f ms",
-                     setup_.name.c_str(), setup_.rank, static_cast<unsigned long long>(seq_), i, u.slice, u.count,
-                     t.out, t.staged, t.staged, t.railed, t.railed, t.back);
+            if (on_gpu())
+                log->log(3,
+                         "%s: rank %d call %llu unit %zu (slice %d, %zu elements): node RS %.3f-%.3f, inter-node "
+                         "on the GPU %.3f-%.3f ms",
+                         setup_.name.c_str(), setup_.rank, static_cast<unsigned long long>(seq_), i, u.slice, u.count,
+                         t.out, t.staged, t.staged, t.railed);
+            else
+                log->log(3,
+                         "%s: rank %d call %llu unit %zu (slice %d, %zu elements): node RS+D2H %.3f-%.3f, "
+                         "inter-node %.3f-%.3f, H2D %.3f-%.3f ms",
+                         setup_.name.c_str(), setup_.rank, static_cast<unsigned long long>(seq_), i, u.slice, u.count,
+                         t.out, t.staged, t.staged, t.railed, t.railed, t.back);
         }
     }
     step_ = Step::Idle;
@@ -604,10 +712,14 @@ std::string DeviceHierarchical::describe_wait() const
         case Step::Pipeline: {
             if (rail_chunk_ && exec_) {
                 const plan::Step *s = exec_->current();
+                const std::string rail = std::string("device hierarchical inter-node (rail of slice ") +
+                                         std::to_string(units_[rail_chunk_->unit].slice) + "), waiting for ";
+                if (s && exec_->working())
+                    return rail + "this rank's GPU to " +
+                           (s->kind == plan::StepKind::Send ? "stage a send to " : "take in data from ") +
+                           describe_peer(s->peer) + " (rail stream)";
                 if (s)
-                    return std::string("device hierarchical inter-node (rail of slice ") +
-                           std::to_string(units_[rail_chunk_->unit].slice) + "), waiting for " +
-                           (s->kind == plan::StepKind::Send ? "a landing slot of " : "data from ") +
+                    return rail + (s->kind == plan::StepKind::Send ? "a landing slot of " : "data from ") +
                            describe_peer(s->peer) + " (rail peer)";
             }
             return stage + ", waiting for this rank's copies on the GPU (" + std::to_string(units_back_) + " of " +
@@ -629,8 +741,9 @@ std::string DeviceHierarchical::describe_peer(int peer) const
 
 std::string DeviceHierarchical::describe_call() const
 {
-    return "device hierarchical (GPU node stages, rail allreduce from pinned host chunks), " +
-           std::to_string(mine_.size()) + " of " + std::to_string(units_.size()) + " units here";
+    return std::string("device hierarchical (GPU node stages, rail allreduce ") +
+           (on_gpu() ? "on the GPU slices" : "from pinned host chunks") + "), " + std::to_string(mine_.size()) +
+           " of " + std::to_string(units_.size()) + " units here";
 }
 
 }  // namespace gpurdma::gpu

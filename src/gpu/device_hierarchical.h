@@ -4,11 +4,17 @@
 //   node reduce-scatter on the GPUs: each rank reduces the slices it owns straight
 //     out of its node peers' buffers (CUDA IPC, the one-node path's kernel, lower
 //     rank first; a rank of a smaller node owns several slices and reduces each);
-//   inter-node, per unit (one slice of one block), pipelined: copy to a page-locked
-//     host chunk buffer (async, on the team's stream, fenced by an event) -> the
-//     rail allreduce of that chunk in place (plan/rail.h, exec::Executor over the
-//     host team's router) -> copy back into the receive buffer's slice. Several chunk
-//     buffers, so the copies of unit k+1 overlap the network on unit k;
+//   inter-node, per unit (one slice of one block), pipelined, one rail at a time in
+//     unit order (plan/rail.h, exec::Executor over the host team's router); each rank
+//     picks where its rail reduces (gpu/rail_mode.h; the wire is the same either way):
+//     host: copy to a page-locked host chunk buffer (async, on the team's stream,
+//       fenced by an event) -> the rail allreduce of that chunk in place, the CPU
+//       reducing -> copy back into the receive buffer's slice. Several chunk buffers,
+//       so the copies of unit k+1 and k-1 overlap the network on unit k;
+//     device: the rail allreduce in place on the slice in the GPU receive buffer, its
+//       local work on the GPU (gpu/device_rail_work.h: arrivals reduced by the kernel
+//       straight out of their landing slots, sends straight from GPU memory or staged);
+//       the node reduce-scatter of unit k+1 overlaps the rail of unit k;
 //   node allgather on the GPUs: the other slices copied out of their owners' results
 //     (copy engine), as the one-node path does.
 // The units, owners and rail schedules are the host hierarchical schedule's
@@ -41,8 +47,11 @@
 #include "base/status.h"
 #include "exec/executor.h"
 #include "gpu/copy_fence.h"
+#include "gpu/device_rail_work.h"
 #include "gpu/device_team.h"
+#include "gpu/gdr_decision.h"
 #include "gpu/pinned_buffer.h"
+#include "gpu/rail_mode.h"
 #include "plan/rail.h"
 
 namespace gpurdma::gpu {
@@ -77,7 +86,8 @@ public:
 private:
     enum class Step { Idle, Posted, Pipeline, Reduced, Gathering, Gathered, Done, Failed, Declined };
     enum class Stage { NodeRs, D2H, InterNode, H2D, NodeAg, Count };
-    // One page-locked chunk buffer and the unit it holds.
+    // One unit in the pipeline: its fences and, where the host reduces, the page-locked
+    // chunk buffer it is staged in (null where the GPU does: the rail runs in place).
     struct Chunk {
         enum class State { Free, Out, Rail, Back } state = State::Free;
         std::unique_ptr<PinnedBuffer> buffer;
@@ -92,7 +102,10 @@ private:
     bool chunks_unused(std::string *why);
     Status ready_for(const algo::Call &call, PointerInfo *sinfo, PointerInfo *rinfo);
     Status set_up(const PointerInfo &first_buffer);
-    void log_mode() const;
+    // Where this rank's rail reduces, and the GPU's rail work if there.
+    void choose_rail(const GdrDecision &gdr);
+    void log_mode(const GdrDecision &gdr) const;
+    bool on_gpu() const { return rail_work_ != nullptr; }
     void enter(Step step);
     exec::State now() const;
     bool peers_reached(std::atomic<uint64_t> ControlSlot::*word);
@@ -102,6 +115,7 @@ private:
     bool stage_out(Chunk &chunk, size_t index);  // node RS kernel + D2H of mine_[index]
     bool start_rail(Chunk &chunk);
     bool copy_back(Chunk &chunk);
+    void unit_back(Chunk &chunk);
     void launch_gather();
     bool stream_finished(Stage stage);
     void fail(Stage stage, const std::string &what);
@@ -115,6 +129,8 @@ private:
     algo::HostTeam &host_;
     enum class Team { NotYet, Ready, Staged } team_state_ = Team::NotYet;
     std::unique_ptr<DeviceTeam> team_;
+    RailMode rail_mode_;
+    std::unique_ptr<DeviceRailWork> rail_work_;  // the rail's local work where the GPU reduces
     std::vector<Chunk> chunks_;
     std::string pinned_why_;  // "" when the chunk buffers are page-locked
     std::map<std::tuple<int, size_t, size_t>, plan::Schedule> rails_;  // (slice, count, elem)

@@ -250,11 +250,10 @@ void DeviceTeam::log_ready() const
                     setup_.name.c_str(), setup_.size, gpus.c_str(), kernels_->multiprocessors());
 }
 
-// Several nodes: GPUDirect RDMA would need UCX with CUDA memory support, the NIC
-// within coll_gpurdma_gdr_level of the GPU, and UCX accepting a device range (probed
-// with a small allocation of the team's context). RMA from GPU memory is not
-// implemented yet, so the verdict is computed and printed, and the data stages.
-std::string DeviceTeam::gdr_verdict() const
+// Several nodes: GPUDirect RDMA needs UCX with CUDA memory support, the NIC within
+// coll_gpurdma_gdr_level of the GPU, and UCX accepting a device range (probed with a
+// small allocation of the team's context).
+GdrDecision DeviceTeam::gdr_decision() const
 {
     GdrInputs in;
     const char *configured = setup_.config && setup_.config->gdr_level ? setup_.config->gdr_level : "PXB";
@@ -281,18 +280,18 @@ std::string DeviceTeam::gdr_verdict() const
         d.api().mem_free(ptr);
         return st;
     };
-    const GdrDecision decision = check_gdr(ucx ? &memory : nullptr, ucx_why, in, with_range);
-    return std::string("not available: ") + (decision.eligible ? "would be eligible: " : "not eligible: ") +
-           decision.reason + "; RMA straight from GPU memory is not built in this version";
+    return check_gdr(ucx ? &memory : nullptr, ucx_why, in, with_range);
 }
 
 void DeviceTeam::log_inter_node_verdict() const
 {
     if (!logs(setup_, 1)) return;
+    const GdrDecision gdr = gdr_decision();
     setup_.log->log(1,
-                    "%s: rank %d device buffers across nodes: staged through host memory, then the host algorithm. "
-                    "GPUDirect RDMA %s",
-                    setup_.name.c_str(), setup_.rank, gdr_verdict().c_str());
+                    "%s: rank %d device buffers across nodes: staged through host memory, then the host algorithm "
+                    "(GPUDirect RDMA %s: %s)",
+                    setup_.name.c_str(), setup_.rank, gdr.eligible ? "eligible, unused" : "not eligible",
+                    gdr.reason.c_str());
 }
 
 }  // namespace gpurdma::gpu

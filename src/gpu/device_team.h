@@ -27,6 +27,7 @@
 #include "base/status.h"
 #include "base/text.h"
 #include "gpu/cuda_driver.h"
+#include "gpu/gdr_decision.h"
 #include "gpu/ipc_cache.h"
 #include "gpu/kernel_module.h"
 #include "gpurdma/gpurdma.h"
@@ -92,11 +93,10 @@ public:
     bool spans_nodes() const { return spans_; }
     // "rank 3 on host b" (the logical node's name under coll_gpurdma_logical_nodes).
     std::string describe(int rank) const { return describe_rank(rank, nodes_); }
-    // Between nodes: whether GPUDirect RDMA could be used (gpu/gdr_check.h; where UCX
+    // Between nodes: whether GPUDirect RDMA can be used (gpu/gdr_check.h; where UCX
     // supports CUDA memory and the path is near enough, UCX registers a probe range of
-    // this context): "not available: would be eligible: <reason>" or "not available: not
-    // eligible: <reason>", then that RMA from GPU memory is not built in this version.
-    std::string gdr_verdict() const;
+    // this context). Runs the probe: call it once.
+    GdrDecision gdr_decision() const;
 
     // Whether everything enqueued on the stream has finished (cuStreamQuery), without waiting.
     Status stream_done(bool *done) const;

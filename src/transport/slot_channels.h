@@ -33,6 +33,8 @@ public:
     bool has_peer(int peer) const { return link_index(peer) >= 0; }
     uint64_t bytes_sent() const { return bytes_sent_; }
     const ChannelLayout &layout() const { return layout_; }
+    // This rank's region: where its peers' messages land.
+    MemoryRange landing() const { return MemoryRange{base_, layout_.bytes()}; }
 
 protected:
     struct Link {

@@ -11,6 +11,12 @@ namespace gpurdma::transport {
 
 enum class Poll { Done, WouldBlock, Failed };
 
+// A span of this process's memory (where arrivals land, say).
+struct MemoryRange {
+    const char *base = nullptr;
+    size_t bytes = 0;
+};
+
 class PeerTransport {
 public:
     virtual ~PeerTransport() = default;

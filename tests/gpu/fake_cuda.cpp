@@ -21,7 +21,11 @@
 //    cuPointerGetAttributes says "host" (1) for it and gives null attributes for pageable
 //    memory, as CUDA does. Freeing memory waits for all streams, as CUDA does.
 //  - cuModuleLoadData checks the embedded image is a fatbin and cuModuleGetFunction that
-//    the kernel's name is in it.
+//    the kernel's name is in it. cuLaunchKernel refuses (700, illegal address) a kernel
+//    whose sources or destination are neither device memory (own or IPC-mapped) nor
+//    page-locked host memory, which a GPU cannot address: a kernel reading pageable host
+//    memory works here, on host memory, and faults on a GPU (CUDA reports it later, at
+//    the stream's next synchronisation; here the launch fails at once).
 // Environment:
 //   GPURDMA_FAKE_CUDA_COPY_GBPS=G    host<->device copies take bytes / G GB/s (sleep on the
 //                                    worker, before the copy); default: no delay
@@ -38,6 +42,10 @@
 //                                    per process, seeded with
 //   GPURDMA_FAKE_CUDA_SEED=S         S (every process draws the same sequence; a run's
 //                                    draws repeat); default: the pid, printed nowhere
+//   GPURDMA_FAKE_CUDA_HOST_MEMORY=1  gpurdmaStandInDeviceMemoryIsHost() (not CUDA's; the core
+//                                    asks for it by name) says 1: this "device memory" is host
+//                                    memory that UCX may read as such, so gpurdma sends
+//                                    straight from it as it would with GPUDirect RDMA
 //   GPURDMA_FAKE_CUDA_LEAKS=1        at exit (library destructor, after the atexit handlers;
 //                                    not on _exit) print "fake-cuda: N leaked pinned
 //                                    allocations, M registrations, K device allocations,
@@ -85,6 +93,7 @@ constexpr int kNotFound = 500;
 constexpr int kNotReady = 600;
 constexpr int kHostMemoryAlreadyRegistered = 712;
 constexpr int kHostMemoryNotRegistered = 713;
+constexpr int kIllegalAddress = 700;
 constexpr int kLaunchFailed = 719;
 
 constexpr unsigned kStreamNonBlocking = 1;
@@ -224,6 +233,16 @@ Pinned *find_pinned(uintptr_t p)
     for (auto &m : g_pinned)
         if (p >= m.base && p < m.base + m.size) return &m;
     return nullptr;
+}
+
+// What a kernel may touch: device memory (own or IPC-mapped) or page-locked host memory,
+// the whole span inside one allocation or registration.
+bool addressable(const void *ptr, size_t bytes)
+{
+    const auto p = reinterpret_cast<uintptr_t>(ptr);
+    if (const Alloc *a = find(p)) return p + bytes <= a->base + a->size;
+    if (const Pinned *m = find_pinned(p)) return p + bytes <= m->base + m->size;
+    return bytes == 0;
 }
 
 void run_stream(Stream *s)
@@ -379,6 +398,12 @@ int cuInit(unsigned)
 {
     return 0;
 }
+// Not CUDA's: gpurdma asks the driver by this name whether its device memory is host memory.
+int gpurdmaStandInDeviceMemoryIsHost(void)
+{
+    const char *v = std::getenv("GPURDMA_FAKE_CUDA_HOST_MEMORY");
+    return v && std::strcmp(v, "1") == 0 ? 1 : 0;
+}
 int cuDriverGetVersion(int *v)
 {
     *v = 13000;
@@ -391,6 +416,10 @@ int cuGetErrorString(int rc, const char **s)
         case kHostMemoryAlreadyRegistered: *s = "fake driver: host memory already registered"; break;
         case kHostMemoryNotRegistered: *s = "fake driver: host memory not registered"; break;
         case kInvalidHandle: *s = "fake driver: invalid handle"; break;
+        case kIllegalAddress:
+            *s = "fake driver: a kernel argument is neither device memory nor page-locked host memory (illegal "
+                 "address on a GPU)";
+            break;
         default: *s = "fake driver error";
     }
     return 0;
@@ -871,8 +900,11 @@ int cuLaunchKernel(void *f, unsigned, unsigned, unsigned, unsigned, unsigned, un
     std::lock_guard<std::mutex> lock(g_mu);
     Stream *s = stream_of(stream);
     if (!s) return kInvalidHandle;
-    enqueue(s, [fn, args, jitter = draw_jitter()] {
-        const size_t bytes = args.count * gpurdma_dtype_size(fn.dtype);
+    const size_t bytes = args.count * gpurdma_dtype_size(fn.dtype);
+    if (!addressable(args.dst, bytes)) return kIllegalAddress;
+    for (int i = 0; i < args.nsrc; ++i)
+        if (!addressable(args.src[i], bytes)) return kIllegalAddress;
+    enqueue(s, [fn, args, bytes, jitter = draw_jitter()] {
         take_time(double(bytes) * (args.nsrc + 1), g_kernel_gbps, jitter);
         const auto *first = static_cast<const char *>(args.src[0]);
         std::vector<char> acc(first, first + bytes);

@@ -66,6 +66,7 @@ struct Api {
     int (*module_get_function)(void **, void *, const char *);
     int (*launch_kernel)(void *, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, void *, void **,
                          void **);
+    int (*device_memory_is_host)();  // not CUDA's: the stand-in's own
 };
 Api api;
 
@@ -114,6 +115,7 @@ bool load(const char *path)
     sym(api.module_load_data, "cuModuleLoadData");
     sym(api.module_get_function, "cuModuleGetFunction");
     sym(api.launch_kernel, "cuLaunchKernel");
+    sym(api.device_memory_is_host, "gpurdmaStandInDeviceMemoryIsHost");
     return ok;
 }
 
@@ -243,6 +245,45 @@ void stream_fifo()
     c.rc(api.stream_destroy(s), 0, "cuStreamDestroy_v2");
     c.rc(api.free_host(host), 0, "cuMemFreeHost");
     for (auto d : dev) c.rc(api.mem_free(d), 0, "cuMemFree_v2");
+}
+
+// A kernel addresses device memory and page-locked host memory (registered or
+// allocated), nothing else: pageable host memory is refused with 700 (illegal address),
+// as a span running past a registration's end. And the host-memory flag says what its
+// environment says.
+void kernel_addresses()
+{
+    Check c("kernel arguments: device or page-locked memory only; GPURDMA_FAKE_CUDA_HOST_MEMORY");
+    constexpr int kIllegalAddress = 700;
+    constexpr size_t kCount = 1024;
+    const size_t bytes = kCount * sizeof(int32_t);
+    void *fn = sum_int32_kernel();
+    if (!c.expect(fn != nullptr, "cuModuleLoadData or cuModuleGetFunction failed")) return;
+    Ptr dev = 0;
+    c.rc(api.mem_alloc(&dev, bytes), 0, "cuMemAlloc_v2");
+    std::vector<int32_t> pageable(2 * kCount, 3);
+    void *s = nullptr;
+    c.rc(api.stream_create(&s, 1), 0, "cuStreamCreate");
+    auto launch = [&](Ptr src, Ptr dst, size_t count) {
+        gpurdma::reduce::device::ReduceArgs args = doubling(src, dst, count);
+        void *params[] = {&args};
+        return api.launch_kernel(fn, 1, 1, 1, 128, 1, 1, 0, s, params, nullptr);
+    };
+    c.rc(launch(as_ptr(pageable.data()), dev, kCount), kIllegalAddress, "cuLaunchKernel reading pageable memory");
+    c.rc(launch(dev, as_ptr(pageable.data()), kCount), kIllegalAddress, "cuLaunchKernel writing pageable memory");
+    c.rc(api.host_register(pageable.data(), bytes, 2), 0, "cuMemHostRegister_v2");
+    c.rc(launch(as_ptr(pageable.data()), dev, kCount), 0, "cuLaunchKernel reading registered memory");
+    c.rc(launch(as_ptr(pageable.data()), dev, kCount + 1), kIllegalAddress,
+         "cuLaunchKernel reading one element past the registration");
+    c.rc(api.stream_synchronize(s), 0, "cuStreamSynchronize");
+    int32_t out[4] = {};
+    c.rc(api.memcpy_sync(as_ptr(out), dev, sizeof out), 0, "cuMemcpy");
+    c.expect(out[0] == 6 && out[3] == 6, "the kernel reading registered memory computed " + std::to_string(out[0]));
+    c.rc(api.host_unregister(pageable.data()), 0, "cuMemHostUnregister");
+    c.rc(api.stream_destroy(s), 0, "cuStreamDestroy_v2");
+    c.rc(api.mem_free(dev), 0, "cuMemFree_v2");
+    const char *flag = std::getenv("GPURDMA_FAKE_CUDA_HOST_MEMORY");
+    c.rc(api.device_memory_is_host(), flag && std::string(flag) == "1" ? 1 : 0, "gpurdmaStandInDeviceMemoryIsHost");
 }
 
 // An event completes when the work before it on its stream has; elapsed time is between
@@ -791,6 +832,7 @@ int main(int argc, char **argv)
     if (n <= 0) return 1;
     self.resize(size_t(n));
     stream_fifo();
+    kernel_addresses();
     events();
     wait_event();
     copy_reads_at_execution();

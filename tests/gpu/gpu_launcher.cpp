@@ -25,6 +25,8 @@
 //     caller longer (a copy made inside the progress step instead of polled shows here,
 //     with the stand-in's copies slowed far beyond M).
 //   [--expect-staged]: fail unless every device-buffer call staged through host memory.
+//   [--rail-reduce auto|host|device]: coll_gpurdma_rail_reduce (across nodes: where the
+//     rail stage reduces arrivals).
 //
 // host: host buffers (runs anywhere). device: cuMemAlloc'd buffers on GPU 0 shared by
 // all ranks, the CUDA driver loaded at run time like the component does. It checks
@@ -69,6 +71,7 @@ struct Options {
     int fake_hosts = 0;  // >0: ranks split over that many host names (own UTS namespaces; root)
     std::string logical_nodes;  // coll_gpurdma_logical_nodes: "K" or "a,b,c" ("" = by host)
     std::string algorithm = "auto";
+    std::string rail_reduce = "auto";
     size_t chunk_size = 0;  // 0: the default
     long long stage_max = -1;  // coll_gpurdma_device_stage_max (-1: the default)
     size_t bench_min = size_t(1) << 20;  // --bench from this size up
@@ -346,6 +349,7 @@ struct Rank {
         cfg.verbose = rank == 0 || opt.verbose >= 2 ? opt.verbose : 0;
         cfg.timeout_s = opt.timeout_s;
         cfg.algorithm = opt.algorithm.c_str();
+        cfg.rail_reduce = opt.rail_reduce.c_str();
         if (opt.chunk_size) cfg.chunk_size = opt.chunk_size;
         if (opt.stage_max >= 0) cfg.device_stage_max = size_t(opt.stage_max);
         if (!opt.logical_nodes.empty()) {  // all ranks on this host, in rank order
@@ -539,6 +543,8 @@ bool parse(int argc, char **argv, Options *o)
             o->logical_nodes = next();
         } else if (a == "--algorithm") {
             o->algorithm = next();
+        } else if (a == "--rail-reduce") {
+            o->rail_reduce = next();
         } else if (a == "--chunk-size") {
             o->chunk_size = std::strtoull(next(), nullptr, 0);
         } else if (a == "--stage-max") {
@@ -619,7 +625,8 @@ int main(int argc, char **argv)
                      "[--bench] [--limit SECONDS] [--fake-hosts K] [--logical-nodes K|a,b,c] [--algorithm A] "
                      "[--chunk-size N] [--stage-max N] [--bench-min N] [--timeout S] [--stop-rank R] [--host-ranks "
                      "a,b] [--expect-errors] "
-                     "[--kind nonblocking|persistent|mixed] [--hold-check] [--max-call-ms M] [--expect-staged]\n",
+                     "[--kind nonblocking|persistent|mixed] [--hold-check] [--max-call-ms M] [--expect-staged] "
+                     "[--rail-reduce auto|host|device]\n",
                      argv[0]);
         return 2;
     }

@@ -2,7 +2,9 @@
 # The hierarchical device path (GPU buffers across nodes) with the GPU launcher at
 # logical nodes on this one machine (coll_gpurdma_logical_nodes: 2x2 and 3+1+2):
 # every op x type against the host reference, in place and not, 1 element to 4 MiB
-# (several chunks, unequal slices), blocking, nonblocking and persistent; nodes of
+# (several chunks, unequal slices), blocking, nonblocking and persistent; the rail stage
+# reducing on the host (staged chunks) and on the GPU (sends staged, or straight from
+# GPU memory where the stand-in's device memory is host memory); nodes of
 # host-buffer ranks beside nodes of device-buffer ranks, and ranks of one node that
 # mix them; with the stand-in, copies and kernels delayed at random (chunks land out of
 # the order a fixed speed gives: only the events keep the pipeline right); calls staged
@@ -84,6 +86,41 @@ if [ -n "${GPURDMA_FAKE_CUDA_LEAKS:-}" ]; then
         step "3+1+2, copies and kernels delayed 0..500 us at random (GPURDMA_FAKE_CUDA_SEED=$seed)" --np 6 \
         --logical-nodes 3,1,2 "${jittered[@]}"
 fi
+# The rail stage on the GPU (coll_gpurdma_rail_reduce device): the rail runs in place on
+# the GPU slices, arrivals reduced by the kernel out of their landing slots (which the
+# stand-in lets a kernel read only once they are page-locked), sends staged through
+# page-locked buffers; beside a node of host-buffer ranks, whose host schedule sends the
+# same messages; and with a rank stopped mid-call.
+rail=(--algorithm hier --rail-reduce device --verbose 1)
+want="rail stage reduces on the device" \
+    step "2x2, rail on the GPU, every size" --np 4 --logical-nodes 2 "${rail[@]}" "${small[@]}"
+want="rail stage reduces on the device" \
+    step "3+1+2, rail on the GPU, every size" --np 6 --logical-nodes 3,1,2 "${rail[@]}" "${small[@]}"
+want="rail stage reduces on the device" \
+    step "2x2, rail on the GPU on node 0, node 1 passes host buffers" --np 4 --logical-nodes 2 "${rail[@]}" \
+    --host-ranks 2,3 "${small[@]}"
+if [ -n "${GPURDMA_FAKE_CUDA_LEAKS:-}" ]; then
+    # Sends straight from GPU memory, as GPUDirect RDMA would: UCX reads the stand-in's
+    # "device memory" (host memory) itself, so a send that left before the kernel that
+    # wrote its bytes had finished would carry stale data. auto takes this mode.
+    direct=(--algorithm hier --verbose 1 --chunk-size 16384 --expect-device --limit 240)
+    GPURDMA_FAKE_CUDA_HOST_MEMORY=1 want="rail stage reduces on the device, sends straight from GPU memory" \
+        step "2x2, rail on the GPU, sends straight from GPU memory (auto)" --np 4 --logical-nodes 2 "${direct[@]}" \
+        --max-bytes 4194304
+    GPURDMA_FAKE_CUDA_HOST_MEMORY=1 want="rail stage reduces on the device, sends straight from GPU memory" \
+        step "3+1+2, rail on the GPU, sends straight from GPU memory (auto)" --np 6 --logical-nodes 3,1,2 \
+        "${direct[@]}" --max-bytes 4194304
+    GPURDMA_FAKE_CUDA_JITTER_US=500 GPURDMA_FAKE_CUDA_SEED=$seed want="rail stage reduces on the device" \
+        step "3+1+2, rail on the GPU, sends staged, copies and kernels delayed 0..500 us (GPURDMA_FAKE_CUDA_SEED=$seed)" \
+        --np 6 --logical-nodes 3,1,2 "${rail[@]}" "${jittered[@]}"
+    GPURDMA_FAKE_CUDA_HOST_MEMORY=1 GPURDMA_FAKE_CUDA_JITTER_US=500 GPURDMA_FAKE_CUDA_SEED=$seed \
+        want="sends straight from GPU memory" \
+        step "2x2, rail on the GPU, sends straight from GPU memory, delayed 0..500 us (GPURDMA_FAKE_CUDA_SEED=$seed)" \
+        --np 4 --logical-nodes 2 --verbose 1 "${jittered[@]}"
+fi
+want="rail stage reduces on the device" \
+    step "3+1+2, rail on the GPU, rank 4 stops mid-call: errors within the 5 s timeout" --np 6 --logical-nodes 3,1,2 \
+    "${rail[@]}" --chunk-size 16384 --max-bytes 4194304 --timeout 5 --stop-rank 4 --limit 120
 # A node whose ranks mix host and GPU buffers agrees per call: its GPU ranks stage
 # and join the host path (algo/call_kinds.h); a 5 s timeout, so a wait for the other
 # path fails the step instead of passing late.

@@ -73,6 +73,8 @@ public:
     {
         auto &ch = fabric_.channel(peer, rank_);
         ch.held = false;
+        // The slot is the sender's again: whatever still reads it reads its next message.
+        std::fill(ch.queue.front().begin(), ch.queue.front().end(), char(0x5a));
         ch.queue.pop_front();
     }
 
@@ -124,7 +126,7 @@ SimulationResult simulate(const topo::Topology &topo, const std::vector<std::vec
 
 SimulationResult simulate_schedules(const topo::Topology &topo, const std::vector<plan::Schedule> &schedules,
                                     const std::vector<std::vector<char>> &inputs, size_t count, gpurdma_dtype_t dtype,
-                                    gpurdma_op_t op, bool in_place, int slots)
+                                    gpurdma_op_t op, bool in_place, int slots, const LocalWorkFor &work)
 {
     SimulationResult result;
     const int size = static_cast<int>(inputs.size());
@@ -139,11 +141,17 @@ SimulationResult simulate_schedules(const topo::Topology &topo, const std::vecto
     }
     for (int r = 0; r < size; ++r) {
         transports.push_back(std::make_unique<SimTransport>(fabric, r, size, plan::peers(topo, r)));
-        executors.push_back(std::make_unique<Executor>(
-            schedules[r], *transports[r], op, dtype, in_place ? nullptr : inputs[r].data(), result.outputs[r].data()));
+        exec::LocalWork *w = work ? work(r) : nullptr;
+        executors.push_back(std::make_unique<Executor>(schedules[r], *transports[r], op, dtype,
+                                                       in_place ? nullptr : inputs[r].data(), result.outputs[r].data(),
+                                                       w ? *w : exec::HostLocalWork::instance()));
     }
     std::vector<bool> done(size, false);
     int remaining = size;
+    // A rank may wait a few rounds on its own (local work with no staging buffer free
+    // yet); a deadlock is a run of rounds in which nobody moves.
+    constexpr int kIdleRoundsMax = 64;
+    int idle_rounds = 0;
     while (remaining > 0) {
         ++result.rounds;
         bool moved = false;
@@ -152,17 +160,20 @@ SimulationResult simulate_schedules(const topo::Topology &topo, const std::vecto
             const size_t before = executors[r]->position();
             const State st = executors[r]->advance();
             if (st == State::Failed || transports[r]->mismatch()) {
-                result.error = "rank " + std::to_string(r) + ": " + transports[r]->error();
+                const std::string &why = executors[r]->error();
+                result.error = "rank " + std::to_string(r) + ": " + (why.empty() ? transports[r]->error() : why);
                 return result;
             }
-            if (executors[r]->position() != before) moved = true;
+            // Local work still running finishes on its own: the rank is not stuck.
+            if (executors[r]->position() != before || executors[r]->working()) moved = true;
             if (st == State::Done) {
                 done[r] = true;
                 --remaining;
                 moved = true;
             }
         }
-        if (!moved) {
+        idle_rounds = moved ? 0 : idle_rounds + 1;
+        if (idle_rounds > kIdleRoundsMax) {
             result.error = "deadlock: no rank can make progress";
             for (int r = 0; r < size; ++r) {
                 if (done[r]) continue;

@@ -5,9 +5,11 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <string>
 #include <vector>
 
+#include "exec/local_work.h"
 #include "gpurdma/gpurdma.h"
 #include "plan/planner.h"
 
@@ -31,10 +33,15 @@ SimulationResult simulate(const topo::Topology &topo, const std::vector<std::vec
                           gpurdma_dtype_t dtype, gpurdma_op_t op, bool in_place, const plan::PlanParams &params,
                           int slots);
 
+// Rank r's local work (exec/local_work.h), owned by the caller; null: the host's.
+using LocalWorkFor = std::function<exec::LocalWork *(int rank)>;
+
 // Runs the given schedules (one per rank, schedules[r] for rank r) instead of the
-// planner's: stages built on their own (plan/rail.h).
+// planner's: stages built on their own (plan/rail.h). A released message's bytes are
+// overwritten before they go, so local work that reads an arrival after its slot went
+// back to the sender computes garbage.
 SimulationResult simulate_schedules(const topo::Topology &topo, const std::vector<plan::Schedule> &schedules,
                                     const std::vector<std::vector<char>> &inputs, size_t count, gpurdma_dtype_t dtype,
-                                    gpurdma_op_t op, bool in_place, int slots);
+                                    gpurdma_op_t op, bool in_place, int slots, const LocalWorkFor &work = {});
 
 }  // namespace gpurdma::testing

@@ -1,0 +1,96 @@
+#include "gpu/device_rail_work.h"
+
+namespace gpurdma::gpu {
+
+Status DeviceRailWork::create(const RailWorkSetup &setup, std::unique_ptr<DeviceRailWork> *out)
+{
+    if (!setup.kernels || !setup.transport) return Status::unsupported("no kernels or transport");
+    if (!setup.landing.base || setup.landing.bytes == 0)
+        return Status::unsupported("no landing region between nodes to map for the GPU");
+    std::unique_ptr<DeviceRailWork> work(new DeviceRailWork(setup));
+    Status st = Stream::create(setup.ctx, &work->stream_);
+    if (!st.is_ok()) return st.prefixed("rail stream: ");
+    st = HostRegistration::create(setup.ctx, setup.landing.base, setup.landing.bytes, &work->landing_);
+    if (!st.is_ok()) return st.prefixed("mapping the landing region for the GPU: ");
+    if (!setup.direct_sends) {
+        for (int i = 0; i < setup.send_buffers; ++i) {
+            std::string why;
+            work->buffers_.push_back(std::make_unique<PinnedBuffer>(setup.send_buffer_bytes, setup.ctx, &why));
+            if (!why.empty()) work->pageable_why_ = why;
+        }
+        if (work->buffers_.empty()) return Status::unsupported("no send buffers");
+    }
+    work->fence_ = std::make_unique<CopyFence>(setup.ctx, work->stream_->get());
+    *out = std::move(work);
+    return Status::ok();
+}
+
+const void *DeviceRailWork::device_view(const void *p) const
+{
+    return landing_->contains(p) ? landing_->device_view(p) : p;
+}
+
+Status DeviceRailWork::launched(int rc, const char *call)
+{
+    if (rc != 0) return CudaDriver::instance().failure(call, rc);
+    return fence_->record();
+}
+
+Status DeviceRailWork::copy(void *dst, const void *src, size_t bytes)
+{
+    const auto &d = CudaDriver::instance();
+    ContextScope scope(setup_.ctx);
+    // Unified addressing: a landing slot (page-locked host memory) or GPU memory alike.
+    return launched(d.api().memcpy_async(reinterpret_cast<CUdeviceptr>(dst), reinterpret_cast<CUdeviceptr>(src), bytes,
+                                         stream_->get()),
+                    "cuMemcpyAsync");
+}
+
+Status DeviceRailWork::reduce(gpurdma_op_t op, gpurdma_dtype_t dtype, void *dst, const void *a, const void *b,
+                              size_t count)
+{
+    const void *in[2] = {device_view(a), device_view(b)};
+    const Status st = setup_.kernels->reduce(op, dtype, dst, in, 2, count, stream_->get());
+    return st.is_ok() ? fence_->record() : st;
+}
+
+Status DeviceRailWork::send_source(const void *src, size_t bytes, const void **from)
+{
+    if (setup_.direct_sends) {
+        *from = src;
+        return Status::ok();
+    }
+    *from = nullptr;
+    PinnedBuffer &buffer = *buffers_[next_buffer_ % buffers_.size()];
+    if (bytes > buffer.size())
+        return Status::error(GPURDMA_ERR_TRANSPORT, "a send of " + std::to_string(bytes) +
+                                                        " bytes exceeds the send buffers (" +
+                                                        std::to_string(buffer.size()) + " bytes)");
+    // The buffers go round in turn: the next one is free once no send reads it.
+    if (setup_.transport->source_busy(buffer.data(), buffer.size())) return Status::ok();
+    const auto &d = CudaDriver::instance();
+    ContextScope scope(setup_.ctx);
+    const auto source = reinterpret_cast<CUdeviceptr>(src);
+    const int rc = d.api().memcpy_dtoh_async ? d.api().memcpy_dtoh_async(buffer.data(), source, bytes, stream_->get())
+                                             : d.api().memcpy_async(reinterpret_cast<CUdeviceptr>(buffer.data()),
+                                                                    source, bytes, stream_->get());
+    const Status st = launched(rc, "cuMemcpyDtoHAsync");
+    if (!st.is_ok()) return st;
+    ++next_buffer_;
+    *from = buffer.data();
+    return Status::ok();
+}
+
+Status DeviceRailWork::finished(bool *done)
+{
+    return fence_->reached(done);
+}
+
+std::vector<exec::SourceRange> DeviceRailWork::send_buffers() const
+{
+    std::vector<exec::SourceRange> out;
+    for (const auto &b : buffers_) out.push_back({b->data(), b->size()});
+    return out;
+}
+
+}  // namespace gpurdma::gpu
