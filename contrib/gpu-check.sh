@@ -16,7 +16,11 @@
 #                                       hierarchical device path with 2 logical nodes
 #                                       on the one GPU (np 2 and 4): the same checks,
 #                                       bus bandwidth, and rank 0's per-stage times
-#                                       (node RS+D2H, inter-node, H2D, node AG);
+#                                       (node RS+D2H, inter-node, H2D, node AG), with
+#                                       the rail stage reducing on the host (auto's
+#                                       choice without GPUDirect RDMA), then on the GPU
+#                                       (coll_gpurdma_rail_reduce device, np 4): the
+#                                       two modes side by side;
 #                                       then tests/mpi/device_check under mpirun
 #                                       at 2 logical nodes (np 4), with the Open MPI
 #                                       4.x of the build that the bundle carries
@@ -30,7 +34,7 @@ set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 mode=${1:-}
 dir=${2:-}
-[ -n "$mode" ] && [ -n "$dir" ] || { sed -n '2,28p' "$0"; exit 2; }
+[ -n "$mode" ] && [ -n "$dir" ] || { sed -n '2,32p' "$0"; exit 2; }
 
 # --bundle: the build's own Open MPI 4.x (mpirun, orted, libraries, components, help
 # files, and the PMIx and UCX modules they load), relocated under $dir/ompi with
@@ -129,19 +133,28 @@ case "$mode" in
         grep -E '^  np |^rank'
     timeout "$(limit 30 "small messages, staged")" "$launcher" --mode device --np 4 --max-bytes $((1 << 20)) --stage-max $((1 << 20)) --bench --bench-min 8 \
         --limit 15 | grep -E '^  np |^rank'
-    echo "== hierarchical device path: 2 logical nodes on GPU 0 (np 2: 1+1, np 4: 2+2), pinned host chunks between them"
-    log=$(mktemp)
-    rc=0
-    timeout "$(limit 120 "hierarchical device path")" "$launcher" --mode device --np 2,4 --logical-nodes 2 --algorithm hier --max-bytes $((64 << 20)) \
-        --expect-device --bench --verbose 2 --limit 55 >"$log" 2>&1 || rc=$?
-    # Everything but the per-call stage lines, then rank 0's last call of each size from 1 MiB.
-    grep -v -e ' on GPU buffers across nodes ' -e '^gpurdma: [^:]*: allreduce [0-9]* x ' "$log" || true
-    echo "-- rank 0, per-stage times of the last call of each size from 1 MiB (ms, summed over units):"
-    grep ' rank 0 allreduce .* on GPU buffers across nodes ' "$log" |
-        awk '{ for (i = 1; i < NF; i++) if ($i == "allreduce") n = $(i + 1); if (n + 0 >= 262144) last[n] = $0 }
-             END { for (n in last) print n "\t" last[n] }' | sort -n | cut -f2- || true
-    rm -f "$log"
-    [ "$rc" -eq 0 ] || { echo "FAIL: hierarchical device path (exit $rc)"; exit 1; }
+    # hierarchical NAME CAP LAUNCHER-ARGS...: the hierarchical device path at 2 logical
+    # nodes with verbose 2: everything but the per-call stage lines, then rank 0's last
+    # call of each size from 1 MiB.
+    hierarchical() {
+        local name=$1 cap=$2 log rc=0
+        shift 2
+        log=$(mktemp)
+        timeout "$(limit "$cap" "$name")" "$launcher" --mode device --logical-nodes 2 --algorithm hier \
+            --expect-device --bench --verbose 2 "$@" >"$log" 2>&1 || rc=$?
+        grep -v -e ' on GPU buffers across nodes ' -e '^gpurdma: [^:]*: allreduce [0-9]* x ' "$log" || true
+        echo "-- rank 0, per-stage times of the last call of each size from 1 MiB (ms, summed over units):"
+        grep ' rank 0 allreduce .* on GPU buffers across nodes ' "$log" |
+            awk '{ for (i = 1; i < NF; i++) if ($i == "allreduce") n = $(i + 1); if (n + 0 >= 262144) last[n] = $0 }
+                 END { for (n in last) print n "\t" last[n] }' | sort -n | cut -f2- || true
+        rm -f "$log"
+        [ "$rc" -eq 0 ] || { echo "FAIL: $name (exit $rc)"; exit 1; }
+    }
+    echo "== hierarchical device path: 2 logical nodes on GPU 0 (np 2: 1+1, np 4: 2+2), the rail as auto picks it"
+    hierarchical "hierarchical device path" 120 --np 2,4 --max-bytes $((64 << 20)) --limit 55
+    echo "== the same, np 4, the rail on the GPU (coll_gpurdma_rail_reduce device: arrivals reduced by the kernel)"
+    hierarchical "hierarchical device path, rail on the GPU" 60 --np 4 --rail-reduce device --max-bytes $((16 << 20)) \
+        --limit 40
     echo "== GPU buffers under mpirun: device_check at 2 logical nodes on GPU 0 (np 4: 2+2), every op x type"
     want=$(cat "$dir/OMPI_VERSION" 2>/dev/null || true)
     have=$(mpirun --version 2>/dev/null | head -n 1 || true)
@@ -171,7 +184,7 @@ case "$mode" in
     echo "PASS ($(( $(date +%s) - start )) s)"
     ;;
 *)
-    sed -n '2,28p' "$0"
+    sed -n '2,32p' "$0"
     exit 2
     ;;
 esac

@@ -9,7 +9,8 @@
 #   d. allreduce_check again with netem (delay 50us, loss 0.01%) on every link;
 #   e. nonblocking_check --quick (MPI_Iallreduce, persistent) and thread_stress_check
 #      (MPI_THREAD_MULTIPLE) at 2 x 2, gpurdma's MPI_T counters required;
-#   f. device_check --quick (GPU buffers) at 2 x 2 and 3+1+2 with --expect-device: on
+#   f. device_check --quick (GPU buffers) at 2 x 2 and 3+1+2 with --expect-device (and
+#      the rail stage on the GPU: sends staged at 3+1+2, straight at 2 x 2): on
 #      GPU 0 where there is one, else with the stand-in libcuda.so.1 on every rank
 #      (CUDA IPC between the ranks of a host inside its namespaces, page-locked staging
 #      between hosts); skipped by a host-only build.
@@ -144,6 +145,7 @@ checked() {
     else
         why=$(check_used "$out" "$hosts")
         [ -z "$why" ] && ! grep -q "$prog: [0-9]* passed, 0 failed" "$out" && why="no 'passed, 0 failed' summary"
+        [ -z "$why" ] && [ -n "${WANT:-}" ] && ! grep -qF -- "$WANT" "$out" && why="no line says '$WANT'"
     fi
     result "$name" "$start" "$why" "$out" "$(grep -h "$prog:" "$out" | tail -1)"
 }
@@ -248,6 +250,16 @@ device_steps() {
     checked "GPU buffers 2 hosts x 2 ranks" 2 120 device_check "${args[@]}" -- --host node0:2,node1:2 "${device_x[@]}"
     checked "GPU buffers 3 hosts, 3+1+2 ranks" 3 120 device_check "${args[@]}" -- --host node0:3,node1:1,node2:2 \
         "${device_x[@]}"
+    # The rail stage on the GPU (arrivals reduced out of their landing slots), sends
+    # staged through page-locked buffers; with the stand-in, also sends straight from its
+    # "device memory" (host memory), which UCX's tcp transport reads itself.
+    WANT="rail stage reduces on the device" checked "GPU buffers 3 hosts, 3+1+2 ranks, rail on the GPU" 3 120 \
+        device_check "${args[@]}" -- --host node0:3,node1:1,node2:2 --mca coll_gpurdma_rail_reduce device \
+        "${device_x[@]}"
+    if [ ${#device_x[@]} -gt 0 ]; then
+        WANT="sends straight from GPU memory" checked "GPU buffers 2 hosts x 2 ranks, rail on the GPU, sends straight" \
+            2 120 device_check "${args[@]}" -- --host node0:2,node1:2 "${device_x[@]}" -x GPURDMA_FAKE_CUDA_HOST_MEMORY=1
+    fi
 }
 device_steps
 
