@@ -113,12 +113,11 @@ Status DeviceHierarchical::set_up(const PointerInfo &first_buffer)
     if (!st.is_ok()) return st;
     const GdrDecision gdr = team_->gdr_decision();
     choose_rail(gdr);
-    const size_t bytes = std::max<size_t>(host_.plan().chunk_size, 64);
     for (size_t i = 0; i < kChunkBuffers; ++i) {
         Chunk c;
         if (!on_gpu()) {
             std::string why;
-            c.buffer = std::make_unique<PinnedBuffer>(bytes, team_->context(), &why);
+            c.buffer = std::make_unique<PinnedBuffer>(slot_bytes(), team_->context(), &why);
             if (!why.empty()) pinned_why_ = why;
         }
         c.out = std::make_unique<CopyFence>(team_->context(), team_->stream());
@@ -151,7 +150,7 @@ void DeviceHierarchical::choose_rail(const GdrDecision &gdr)
     w.transport = &host_.router();
     w.landing = host_.landing_from_other_nodes();
     w.direct_sends = rail_mode_.direct_sends;
-    w.send_buffer_bytes = std::max<size_t>(host_.plan().chunk_size, 64);
+    w.send_buffer_bytes = slot_bytes();
     w.send_buffers = std::max(2, cfg ? cfg->slots : 2);
     const Status st = DeviceRailWork::create(w, &rail_work_);
     if (st.is_ok()) return;

@@ -31,6 +31,7 @@
 // their timeout.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <cstdint>
@@ -106,6 +107,8 @@ private:
     void choose_rail(const GdrDecision &gdr);
     void log_mode(const GdrDecision &gdr) const;
     bool on_gpu() const { return rail_work_ != nullptr; }
+    // The largest rail message (a landing slot): a chunk buffer's or send buffer's size.
+    size_t slot_bytes() const { return std::max<size_t>(host_.plan().chunk_size, 64); }
     void enter(Step step);
     exec::State now() const;
     bool peers_reached(std::atomic<uint64_t> ControlSlot::*word);

@@ -7,6 +7,7 @@ Status DeviceRailWork::create(const RailWorkSetup &setup, std::unique_ptr<Device
     if (!setup.kernels || !setup.transport) return Status::unsupported("no kernels or transport");
     if (!setup.landing.base || setup.landing.bytes == 0)
         return Status::unsupported("no landing region between nodes to map for the GPU");
+    if (!CudaDriver::instance().api().memcpy_async) return Status::unsupported("the CUDA driver lacks cuMemcpyAsync");
     std::unique_ptr<DeviceRailWork> work(new DeviceRailWork(setup));
     Status st = Stream::create(setup.ctx, &work->stream_);
     if (!st.is_ok()) return st.prefixed("rail stream: ");
