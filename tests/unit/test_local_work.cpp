@@ -8,7 +8,6 @@
 #include <cstring>
 #include <functional>
 #include <memory>
-#include <random>
 #include <string>
 #include <vector>
 
@@ -16,12 +15,15 @@
 #include "plan/planner.h"
 #include "plan/rail.h"
 #include "reduce/reduce.h"
+#include "support/shapes.h"
 #include "support/simulator.h"
 
 using gpurdma::Status;
 using gpurdma::plan::Algorithm;
 using gpurdma::plan::PlanParams;
 using gpurdma::plan::Schedule;
+using gpurdma::testing::double_inputs;
+using gpurdma::testing::nodes_of;
 using gpurdma::topo::Topology;
 
 namespace {
@@ -101,27 +103,6 @@ private:
     std::vector<char> staging_[2];
     size_t next_ = 0;
 };
-
-Topology nodes_of(const std::vector<int> &sizes)
-{
-    std::vector<std::string> hosts;
-    for (size_t k = 0; k < sizes.size(); ++k)
-        for (int i = 0; i < sizes[k]; ++i) hosts.push_back("node" + std::to_string(k));
-    std::string warn;
-    return gpurdma::topo::build_topology(hosts, "", &warn);
-}
-
-std::vector<std::vector<char>> double_inputs(int n, size_t count, uint32_t seed)
-{
-    std::vector<std::vector<char>> in(static_cast<size_t>(n), std::vector<char>(count * sizeof(double)));
-    std::mt19937 rng(seed);
-    std::uniform_real_distribution<double> dist(-1e3, 1e3);
-    for (auto &buf : in) {
-        auto *p = reinterpret_cast<double *>(buf.data());
-        for (size_t i = 0; i < count; ++i) p[i] = dist(rng);  // inexact sums: the order shows
-    }
-    return in;
-}
 
 PlanParams small_params(Algorithm algorithm)
 {

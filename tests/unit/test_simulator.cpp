@@ -7,10 +7,12 @@
 #include <random>
 
 #include "reduce/reduce.h"
+#include "support/shapes.h"
 #include "support/simulator.h"
 
 using gpurdma::plan::Algorithm;
 using gpurdma::plan::PlanParams;
+using gpurdma::testing::nodes_of;
 using gpurdma::testing::simulate;
 
 namespace {
@@ -149,28 +151,6 @@ TEST(Simulator, LargeShape512Ranks)
 }
 
 namespace {
-
-gpurdma::topo::Topology nodes_of(const std::vector<int> &sizes, bool interleave = false)
-{
-    // Host names per rank; interleaved placement puts consecutive ranks on different nodes.
-    std::vector<std::string> hosts;
-    if (!interleave) {
-        for (size_t k = 0; k < sizes.size(); ++k)
-            for (int i = 0; i < sizes[k]; ++i) hosts.push_back("node" + std::to_string(k));
-    } else {
-        std::vector<int> left = sizes;
-        for (bool any = true; any;) {
-            any = false;
-            for (size_t k = 0; k < left.size(); ++k)
-                if (left[k]-- > 0) {
-                    hosts.push_back("node" + std::to_string(k));
-                    any = true;
-                }
-        }
-    }
-    std::string warn;
-    return gpurdma::topo::build_topology(hosts, "", &warn);
-}
 
 void check_topology(const gpurdma::topo::Topology &t, size_t count, const PlanParams &p, int slots, bool in_place)
 {
