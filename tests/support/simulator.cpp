@@ -31,6 +31,9 @@ public:
     Channel &channel(int from, int to) { return channels_[{from, to}]; }
     int slots() const { return slots_; }
     size_t messages = 0;
+    // Released messages, overwritten and kept to the end: work that still reads one
+    // (reported done too early) reads the filler, never freed memory.
+    std::vector<std::vector<char>> retired;
 
 private:
     int slots_;
@@ -73,8 +76,9 @@ public:
     {
         auto &ch = fabric_.channel(peer, rank_);
         ch.held = false;
-        // The slot is the sender's again: whatever still reads it reads its next message.
+        // The slot is the sender's again: whatever still reads it reads something else.
         std::fill(ch.queue.front().begin(), ch.queue.front().end(), char(0x5a));
+        fabric_.retired.push_back(std::move(ch.queue.front()));
         ch.queue.pop_front();
     }
 

@@ -38,8 +38,8 @@ using LocalWorkFor = std::function<exec::LocalWork *(int rank)>;
 
 // Runs the given schedules (one per rank, schedules[r] for rank r) instead of the
 // planner's: stages built on their own (plan/rail.h). A released message's bytes are
-// overwritten before they go, so local work that reads an arrival after its slot went
-// back to the sender computes garbage.
+// overwritten (and kept until the end), so local work that reads an arrival after its
+// slot went back to the sender computes garbage.
 SimulationResult simulate_schedules(const topo::Topology &topo, const std::vector<plan::Schedule> &schedules,
                                     const std::vector<std::vector<char>> &inputs, size_t count, gpurdma_dtype_t dtype,
                                     gpurdma_op_t op, bool in_place, int slots, const LocalWorkFor &work = {});
