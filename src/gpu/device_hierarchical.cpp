@@ -151,7 +151,9 @@ void DeviceHierarchical::choose_rail(const GdrDecision &gdr)
     w.landing = host_.landing_from_other_nodes();
     w.direct_sends = rail_mode_.direct_sends;
     w.send_buffer_bytes = slot_bytes();
-    w.send_buffers = std::max(2, cfg ? cfg->slots : 2);
+    // As many as a peer's credits let be in flight, within 2..8 (slots goes to 64, chunks
+    // to 64 MiB): a send that finds none free waits for one, which is never wrong.
+    w.send_buffers = std::min(8, std::max(2, cfg ? cfg->slots : 2));
     const Status st = DeviceRailWork::create(w, &rail_work_);
     if (st.is_ok()) return;
     rail_work_.reset();
