@@ -17,7 +17,7 @@ class LocalWork {
 public:
     virtual ~LocalWork() = default;
 
-    // dst <- src (they may overlap).
+    // dst <- src: the same memory (nothing to do) or disjoint spans, as a schedule's are.
     virtual Status copy(void *dst, const void *src, size_t bytes) = 0;
     // dst = a OP b, element by element (dst may be a or b).
     virtual Status reduce(gpurdma_op_t op, gpurdma_dtype_t dtype, void *dst, const void *a, const void *b,
