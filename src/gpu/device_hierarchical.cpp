@@ -115,13 +115,13 @@ Status DeviceHierarchical::set_up(const PointerInfo &first_buffer)
     choose_rail(gdr);
     for (size_t i = 0; i < kChunkBuffers; ++i) {
         Chunk c;
-        if (!on_gpu()) {
+        c.out = std::make_unique<CopyFence>(team_->context(), team_->stream());
+        if (!on_gpu()) {  // on the GPU the rail runs in place: no chunk, no copy back
             std::string why;
             c.buffer = std::make_unique<PinnedBuffer>(slot_bytes(), team_->context(), &why);
             if (!why.empty()) pinned_why_ = why;
+            c.back = std::make_unique<CopyFence>(team_->context(), team_->stream());
         }
-        c.out = std::make_unique<CopyFence>(team_->context(), team_->stream());
-        c.back = std::make_unique<CopyFence>(team_->context(), team_->stream());
         chunks_.push_back(std::move(c));
     }
     team_state_ = Team::Ready;

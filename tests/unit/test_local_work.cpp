@@ -195,24 +195,47 @@ TEST(LocalWork, WholeSchedulesOnDeferredWorkGiveTheHostBits)
     }
 }
 
+namespace {
+
+// One rail of 2x2 nodes (small pieces, so the ring pipelines), its inputs, and what the
+// host's work makes of them.
+struct RailCase {
+    RailCase(int slice, size_t n, uint32_t seed)
+        : t(nodes_of({2, 2})),
+          count(n),
+          schedules(rail_schedules(t, slice, n, small_params(Algorithm::Auto))),
+          in(double_inputs(t.size, n, seed)),
+          host(with(nullptr))
+    {}
+    Outcome with(const std::function<std::unique_ptr<DeferredWork>(int)> &make) const
+    {
+        return run(t, schedules, in, count, true, make);
+    }
+    bool same_as_host(const Outcome &o, int r) const
+    {
+        return std::memcmp(o.result.outputs[size_t(r)].data(), host.result.outputs[size_t(r)].data(),
+                           count * sizeof(double)) == 0;
+    }
+
+    Topology t;
+    size_t count;
+    std::vector<Schedule> schedules;
+    std::vector<std::vector<char>> in;
+    Outcome host;
+};
+
+}  // namespace
+
 // Work that says it is done before it ran: the slot goes back with the reduction still
 // to read it, a staged send goes out before its copy. The results must show it.
 TEST(LocalWork, WorkSaidDoneBeforeItRanIsCaught)
 {
-    const Topology t = nodes_of({2, 2});
-    const PlanParams p = small_params(Algorithm::Auto);
-    const size_t count = 700;
-    const auto schedules = rail_schedules(t, 0, count, p);
-    const auto in = double_inputs(t.size, count, 7);
-    const Outcome host = run(t, schedules, in, count, true, nullptr);
-    ASSERT_TRUE(host.result.ok) << host.result.error;
+    const RailCase c(0, 700, 7);
+    ASSERT_TRUE(c.host.result.ok) << c.host.result.error;
     for (bool stage : {false, true}) {
-        const Outcome lying = run(t, schedules, in, count, true,
-                                  [&](int) { return std::make_unique<DeferredWork>(1, stage, /*honest=*/false); });
+        const Outcome lying = c.with([&](int) { return std::make_unique<DeferredWork>(1, stage, /*honest=*/false); });
         bool differs = !lying.result.ok;
-        for (int r = 0; r < t.size && !differs; ++r)
-            differs = std::memcmp(lying.result.outputs[size_t(r)].data(), host.result.outputs[size_t(r)].data(),
-                                  count * sizeof(double)) != 0;
+        for (int r = 0; r < c.t.size && !differs; ++r) differs = !c.same_as_host(lying, r);
         EXPECT_TRUE(differs) << "work reported done before it ran went unnoticed (staged sends " << stage << ")";
     }
 }
@@ -220,31 +243,19 @@ TEST(LocalWork, WorkSaidDoneBeforeItRanIsCaught)
 // No staging buffer free yet: the send waits and goes once one is.
 TEST(LocalWork, ASendWaitsForAStagingBuffer)
 {
-    const Topology t = nodes_of({2, 2});
-    const PlanParams p = small_params(Algorithm::Auto);
-    const size_t count = 700;
-    const auto schedules = rail_schedules(t, 1, count, p);
-    const auto in = double_inputs(t.size, count, 11);
-    const Outcome host = run(t, schedules, in, count, true, nullptr);
-    const Outcome waited = run(t, schedules, in, count, true,
-                               [&](int) { return std::make_unique<DeferredWork>(2, true, true, /*refuse_first=*/5); });
+    const RailCase c(1, 700, 11);
+    const Outcome waited =
+        c.with([&](int) { return std::make_unique<DeferredWork>(2, true, true, /*refuse_first=*/5); });
     ASSERT_TRUE(waited.result.ok) << waited.result.error;
     EXPECT_GT(waited.pieces, 0);
-    for (int r = 0; r < t.size; ++r)
-        EXPECT_EQ(0, std::memcmp(waited.result.outputs[size_t(r)].data(), host.result.outputs[size_t(r)].data(),
-                                 count * sizeof(double)))
-            << "rank " << r;
+    for (int r = 0; r < c.t.size; ++r) EXPECT_TRUE(c.same_as_host(waited, r)) << "rank " << r;
 }
 
 // Work that cannot start fails the step with the work's own message.
 TEST(LocalWork, AFailedReductionFailsTheScheduleWithItsMessage)
 {
-    const Topology t = nodes_of({2, 2});
-    const PlanParams p = small_params(Algorithm::Auto);
-    const size_t count = 100;
-    const auto schedules = rail_schedules(t, 0, count, p);
-    const auto in = double_inputs(t.size, count, 3);
-    const Outcome failed = run(t, schedules, in, count, true, [](int r) {
+    const RailCase c(0, 100, 3);
+    const Outcome failed = c.with([](int r) {
         auto w = std::make_unique<DeferredWork>(1, false);
         if (r == 2) w->fail_reductions();
         return w;
