@@ -145,6 +145,8 @@ typedef struct gpurdma_config {
                                  (NCCL_NET_GDR_LEVEL's scale); copied by the context */
     const char *rail_reduce; /* GPU buffers across nodes: where the rail stage reduces arrivals: "auto",
                                  "host" (staged to page-locked chunks, the CPU) or "device" (the GPU) */
+    int gdr_recv; /* 1: where GPUDirect RDMA is eligible and the GPU reduces the rail, arrivals may land
+                                 in GPU memory offered to the rail peers; 0: always in host memory */
     int ib_gid_index; /* RoCE/IB port GID index of our UCX context (NCCL_IB_GID_INDEX); -1: UCX's */
     int ib_tc; /* IB traffic class / RoCEv2 DSCP (NCCL_IB_TC), 0..255; -1: UCX's */
     int ib_sl; /* IB service level / RoCEv2 priority (NCCL_IB_SL), 0..15; -1: UCX's */

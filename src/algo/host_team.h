@@ -85,6 +85,8 @@ public:
     {
         return uses_ucx() ? ucx_->channels()->landing() : transport::MemoryRange{};
     }
+    // The UCX channels to other nodes; null if none.
+    transport::UcxChannels *net_channels() const { return uses_ucx() ? ucx_->channels() : nullptr; }
     // Which buffers each node peer passes to each call (null if the node has one rank).
     const CallKinds *call_kinds() const { return kinds_ ? &*kinds_ : nullptr; }
     uint64_t bytes_sent() const;  // payload bytes sent over both media so far

@@ -165,7 +165,7 @@ const gpurdma_param_info_t kTable[] = {
          "bridges), PHB (through the CPU's PCIe host bridge) or SYS (across NUMA nodes). GPUDirect RDMA also "
          "needs UCX with CUDA memory support and UCX registering device memory (probed once). Where it is "
          "eligible, the rail stage's sends go straight from GPU memory (coll_gpurdma_rail_reduce auto or "
-         "device); arrivals land in host memory, which the GPU reads. Verbose 1 prints the verdict"),
+         "device), and arrivals may land in GPU memory (coll_gpurdma_gdr_recv). Verbose 1 prints the verdict"),
     choice("rail_reduce", FIELD(rail_reduce), "auto", rail_reduce_name, kLocal, 6,
            "GPU buffers across nodes: where the rail stage (the allreduce of each slice between nodes) reduces "
            "what arrives. auto: the GPU where sends can go straight from GPU memory (GPUDirect RDMA), else the "
@@ -174,6 +174,12 @@ const gpurdma_param_info_t kTable[] = {
            "in the receive buffer, and sends are staged to page-locked memory unless GPUDirect RDMA allows "
            "them straight from GPU memory. Each rank decides for itself (the messages are the same); verbose 1 "
            "prints the choice and why"),
+    number("gdr_recv", INT, FIELD(gdr_recv), 1, in(0, 1, "is not 0 or 1"), kLocal, 6,
+           "GPU buffers across nodes, where GPUDirect RDMA is eligible and the rail stage reduces on the GPU: "
+           "1: the rank offers its rail peers GPU memory, and their messages above 8 KiB land there (flushed "
+           "with cuFlushGPUDirectRDMAWrites before the GPU reads them where the GPU needs it); 0: arrivals "
+           "land in host memory, which the GPU reads. Each rank decides for itself; verbose 1 prints where "
+           "its arrivals land and why"),
     // -1: UCX's choice (UCX_IB_* or auto).
     number("ib_gid_index", INT, FIELD(ib_gid_index), -1, in(-1, 1023, "is not -1 or in 0..1023"), kLocal, 6,
            "RoCE/InfiniBand port GID index for gpurdma's UCX context, like NCCL_IB_GID_INDEX "

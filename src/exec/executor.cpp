@@ -79,7 +79,7 @@ bool Executor::begin(const Step &step, bool *failed)
             void *dst = destination(step.dst_buf, step.dst_off);
             // A send may still be reading the bytes we are about to overwrite.
             if (transport_.source_busy(dst, step.bytes)) return false;
-            const void *landed = transport_.try_receive(step.peer, step.bytes);
+            const void *landed = transport_.try_receive(step.peer, step.bytes, work_.reader());
             if (!landed) return false;
             if (step.kind == StepKind::RecvCopy) return ok(work_.copy(dst, landed, step.bytes), failed);
             const void *local = source(step.src_buf, step.src_off);
@@ -97,7 +97,7 @@ bool Executor::complete(const Step &step, bool *failed)
     switch (step.kind) {
         case StepKind::Copy: return true;
         case StepKind::Send: {
-            const transport::Poll p = transport_.try_send(step.peer, send_from_, step.bytes);
+            const transport::Poll p = transport_.try_send(step.peer, send_from_, step.bytes, work_.reader());
             if (p == transport::Poll::Failed) {
                 *failed = true;
                 error_ = transport_.error();

@@ -10,6 +10,7 @@
 
 #include "base/status.h"
 #include "gpurdma/gpurdma.h"
+#include "transport/transport.h"
 
 namespace gpurdma::exec {
 
@@ -28,6 +29,8 @@ public:
     virtual Status send_source(const void *src, size_t bytes, const void **from) = 0;
     // Whether everything started so far has finished.
     virtual Status finished(bool *done) = 0;
+    // Who reads what lands here (and, peers assume, what we send them).
+    virtual transport::Reader reader() const = 0;
 };
 
 // The host: everything done before the call returns.
@@ -46,6 +49,7 @@ public:
         *done = true;
         return Status::ok();
     }
+    transport::Reader reader() const override { return transport::Reader::Cpu; }
 
     // One for every executor that is given none: it has no state.
     static HostLocalWork &instance();

@@ -99,6 +99,7 @@ CudaDriver::CudaDriver()
     load(a.mem_alloc, "cuMemAlloc_v2");
     load(a.mem_free, "cuMemFree_v2");
     load(a.get_error_string, "cuGetErrorString");
+    load(a.flush_gpu_direct_rdma_writes, "cuFlushGPUDirectRDMAWrites");
     load(a.stand_in_device_memory_is_host, "gpurdmaStandInDeviceMemoryIsHost");
     if (!need) {
         why_ = "CUDA driver lacks the entry points gpurdma needs";

@@ -44,6 +44,14 @@ constexpr unsigned kEventDisableTiming = 2;
 constexpr unsigned kIpcLazyEnablePeerAccess = 1;
 constexpr unsigned kHostAllocPortable = 1;
 constexpr unsigned kHostRegisterPortable = 1;
+// GPUDirect RDMA writes into GPU memory: whether the GPU sees them in order, else
+// whether (and how) they can be flushed before a kernel reads them.
+constexpr int kDevAttrGdrFlushWritesOptions = 117;  // bitmask: 1 = cuFlushGPUDirectRDMAWrites
+constexpr int kDevAttrGdrWritesOrdering = 118;  // 0 none, 100 owner, 200 all devices
+constexpr int kGdrFlushOptionHost = 1;
+constexpr int kGdrWritesOrderingOwner = 100;
+constexpr int kGdrFlushTargetCurrentCtx = 0;
+constexpr int kGdrFlushToOwner = 100;
 
 // The entry points gpurdma calls, resolved by name. Optional ones may be null.
 struct DriverApi {
@@ -95,6 +103,8 @@ struct DriverApi {
     CUresult (*mem_alloc)(CUdeviceptr *, size_t) = nullptr;
     CUresult (*mem_free)(CUdeviceptr) = nullptr;
     CUresult (*get_error_string)(CUresult, const char **) = nullptr;
+    // Before a kernel reads what GPUDirect RDMA wrote into GPU memory (optional).
+    CUresult (*flush_gpu_direct_rdma_writes)(int target, int scope) = nullptr;
     // Not CUDA's: only the test suite's stand-in driver (tests/gpu/fake_cuda.cpp) has it,
     // and says 1 when told to (its "device memory" is host memory, which UCX reads
     // like any other), so that sends straight from GPU memory run without GPUDirect RDMA.

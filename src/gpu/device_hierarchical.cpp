@@ -48,9 +48,11 @@ DeviceHierarchical::~DeviceHierarchical()
                             setup_.rank, why.c_str());
         for (auto &c : chunks_) (void)c.buffer.release();
         (void)rail_work_.release();  // its send buffers and the landing region's mapping too
+        (void)gpu_landing_.release();  // and the GPU memory offered for arrivals
     }
     chunks_.clear();  // events and page-locked memory before the team's stream and context
     rail_work_.reset();
+    gpu_landing_.reset();  // once no kernel reads it: withdrawn, then freed
 }
 
 // A failed call may leave copies on the stream and rail sends (puts, active messages)
@@ -155,10 +157,50 @@ void DeviceHierarchical::choose_rail(const GdrDecision &gdr)
     // to 64 MiB): a send that finds none free waits for one, which is never wrong.
     w.send_buffers = std::min(8, std::max(2, cfg ? cfg->slots : 2));
     const Status st = DeviceRailWork::create(w, &rail_work_);
-    if (st.is_ok()) return;
+    if (st.is_ok()) {
+        offer_gpu_landing(gdr);
+        return;
+    }
     rail_work_.reset();
     rail_mode_ = RailMode{RailReduce::Host, false,
                           rail_mode_.reason + "; but the GPU cannot reduce here (" + st.message() + "): the host does"};
+}
+
+// Where the GPU reduces, arrivals may land in its memory (gpu/gdr_landing.h); if the
+// offer fails they land in host memory, as they would without it.
+void DeviceHierarchical::offer_gpu_landing(const GdrDecision &gdr)
+{
+    const auto &d = CudaDriver::instance();
+    GdrLandingInputs in;
+    in.allowed = !setup_.config || setup_.config->gdr_recv != 0;
+    in.rail_on_gpu = on_gpu();
+    in.net_channels = host_.net_channels() != nullptr;
+    in.gdr_eligible = gdr.eligible;
+    in.gdr_why = gdr.reason;
+    in.stand_in_host_memory = d.device_memory_is_host();
+    in.flush_entry = d.api().flush_gpu_direct_rdma_writes != nullptr;
+    CUdevice dev = -1;
+    {
+        ContextScope scope(team_->context());
+        if (d.api().ctx_get_device && d.api().ctx_get_device(&dev) == 0 && d.api().device_get_attribute) {
+            if (d.api().device_get_attribute(&in.writes_ordering, kDevAttrGdrWritesOrdering, dev) != 0)
+                in.writes_ordering = -1;
+            if (d.api().device_get_attribute(&in.flush_options, kDevAttrGdrFlushWritesOptions, dev) != 0)
+                in.flush_options = -1;
+        }
+    }
+    GdrLanding landing = decide_gdr_landing(in);
+    if (landing.offer) {
+        const Status st =
+            GpuLanding::create(team_->context(), *host_.net_channels(), landing.register_as_host, &gpu_landing_);
+        if (st.is_ok()) {
+            rail_work_->set_gpu_landing(gpu_landing_->range(), landing.flush);
+        } else {
+            gpu_landing_.reset();
+            landing.reason = "arrivals land in host memory: offering GPU memory for them failed (" + st.message() + ")";
+        }
+    }
+    landing_reason_ = landing.reason;
 }
 
 void DeviceHierarchical::log_mode(const GdrDecision &gdr) const
@@ -174,6 +216,9 @@ void DeviceHierarchical::log_mode(const GdrDecision &gdr) const
     // Each rank decides where its rail reduces (the wire is the same): each says so.
     log->log(1, "%s: rank %d: device buffers across nodes: rail stage reduces on the %s (%s)", setup_.name.c_str(),
              setup_.rank, rail_mode_name(rail_mode_).c_str(), rail_mode_.reason.c_str());
+    if (on_gpu())
+        log->log(1, "%s: rank %d: device buffers across nodes: %s", setup_.name.c_str(), setup_.rank,
+                 landing_reason_.c_str());
     if (team_->members()[0] != setup_.rank) return;  // once per node that sets up
     const topo::Topology &t = host_.topology();
     const std::string rail =
@@ -661,6 +706,16 @@ void DeviceHierarchical::finish()
                      gpurdma_op_name(call_.op), mine_.size(), units_.size(), static_cast<unsigned long long>(seq_),
                      ms_since(call_start_), stage_ms_[size_t(Stage::D2H)], stage_ms_[size_t(Stage::InterNode)],
                      stage_ms_[size_t(Stage::H2D)], stage_ms_[size_t(Stage::NodeAg)]);
+        if (on_gpu() && gpu_landing_) {
+            const transport::UcxChannels &ch = *host_.net_channels();
+            log->log(2,
+                     "%s: rank %d call %llu: so far %llu arrivals landed in GPU memory (%llu copied for the CPU), "
+                     "%llu GPUDirect RDMA flushes",
+                     setup_.name.c_str(), setup_.rank, static_cast<unsigned long long>(seq_),
+                     static_cast<unsigned long long>(ch.offered_arrivals()),
+                     static_cast<unsigned long long>(ch.offered_copies()),
+                     static_cast<unsigned long long>(rail_work_->flushes()));
+        }
     }
     if (log && log->enabled(3)) {
         // The pipeline's timeline: copies of one unit beside the network on another.

@@ -13,7 +13,9 @@
 //       so the copies of unit k+1 and k-1 overlap the network on unit k;
 //     device: the rail allreduce in place on the slice in the GPU receive buffer, its
 //       local work on the GPU (gpu/device_rail_work.h: arrivals reduced by the kernel
-//       straight out of their landing slots, sends straight from GPU memory or staged);
+//       straight out of their landing slots, sends straight from GPU memory or staged;
+//       where GPUDirect RDMA allows, large arrivals land in GPU memory offered to the
+//       rail peers, gpu/gdr_landing.h);
 //       the node reduce-scatter of unit k+1 overlaps the rail of unit k;
 //   node allgather on the GPUs: the other slices copied out of their owners' results
 //     (copy engine), as the one-node path does.
@@ -51,6 +53,8 @@
 #include "gpu/device_rail_work.h"
 #include "gpu/device_team.h"
 #include "gpu/gdr_decision.h"
+#include "gpu/gdr_landing.h"
+#include "gpu/gpu_landing.h"
 #include "gpu/pinned_buffer.h"
 #include "gpu/rail_mode.h"
 #include "plan/rail.h"
@@ -105,6 +109,7 @@ private:
     Status set_up(const PointerInfo &first_buffer);
     // Where this rank's rail reduces, and the GPU's rail work if there.
     void choose_rail(const GdrDecision &gdr);
+    void offer_gpu_landing(const GdrDecision &gdr);
     void log_mode(const GdrDecision &gdr) const;
     bool on_gpu() const { return rail_work_ != nullptr; }
     // The largest rail message (a landing slot): a chunk buffer's or send buffer's size.
@@ -134,6 +139,8 @@ private:
     std::unique_ptr<DeviceTeam> team_;
     RailMode rail_mode_;
     std::unique_ptr<DeviceRailWork> rail_work_;  // the rail's local work where the GPU reduces
+    std::unique_ptr<GpuLanding> gpu_landing_;  // GPU memory offered for arrivals, if any
+    std::string landing_reason_;  // where arrivals land, and why
     std::vector<Chunk> chunks_;
     std::string pinned_why_;  // "" when the chunk buffers are page-locked
     std::map<std::tuple<int, size_t, size_t>, plan::Schedule> rails_;  // (slice, count, elem)

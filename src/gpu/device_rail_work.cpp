@@ -1,5 +1,7 @@
 #include "gpu/device_rail_work.h"
 
+#include "reduce/reduce.h"
+
 namespace gpurdma::gpu {
 
 Status DeviceRailWork::create(const RailWorkSetup &setup, std::unique_ptr<DeviceRailWork> *out)
@@ -31,6 +33,19 @@ const void *DeviceRailWork::device_view(const void *p) const
     return landing_->contains(p) ? landing_->device_view(p) : p;
 }
 
+Status DeviceRailWork::visible(const void *p, size_t bytes)
+{
+    if (!flush_ || !gpu_landing_.contains(p, bytes)) return Status::ok();
+    // The flag that announced it came by another path (host memory): the GPU may not
+    // see the data yet. One flush covers every write so far.
+    const auto &d = CudaDriver::instance();
+    ContextScope scope(setup_.ctx);
+    const int rc = d.api().flush_gpu_direct_rdma_writes(kGdrFlushTargetCurrentCtx, kGdrFlushToOwner);
+    if (rc != 0) return d.failure("cuFlushGPUDirectRDMAWrites", rc);
+    ++flushes_;
+    return Status::ok();
+}
+
 Status DeviceRailWork::launched(int rc, const char *call)
 {
     if (rc != 0) return CudaDriver::instance().failure(call, rc);
@@ -39,6 +54,8 @@ Status DeviceRailWork::launched(int rc, const char *call)
 
 Status DeviceRailWork::copy(void *dst, const void *src, size_t bytes)
 {
+    const Status seen = visible(src, bytes);
+    if (!seen.is_ok()) return seen;
     const auto &d = CudaDriver::instance();
     ContextScope scope(setup_.ctx);
     // Unified addressing: a landing slot (page-locked host memory) or GPU memory alike.
@@ -50,6 +67,11 @@ Status DeviceRailWork::copy(void *dst, const void *src, size_t bytes)
 Status DeviceRailWork::reduce(gpurdma_op_t op, gpurdma_dtype_t dtype, void *dst, const void *a, const void *b,
                               size_t count)
 {
+    const size_t bytes = count * reduce::dtype_size(dtype);
+    for (const void *src : {a, b}) {
+        const Status seen = visible(src, bytes);
+        if (!seen.is_ok()) return seen;
+    }
     const void *in[2] = {device_view(a), device_view(b)};
     const Status st = setup_.kernels->reduce(op, dtype, dst, in, 2, count, stream_->get());
     return st.is_ok() ? fence_->record() : st;
@@ -59,7 +81,7 @@ Status DeviceRailWork::send_source(const void *src, size_t bytes, const void **f
 {
     if (setup_.direct_sends) {
         *from = src;
-        return Status::ok();
+        return visible(src, bytes);  // a forwarded arrival the NIC reads again
     }
     *from = nullptr;
     PinnedBuffer &buffer = *buffers_[next_buffer_ % buffers_.size()];
@@ -69,6 +91,8 @@ Status DeviceRailWork::send_source(const void *src, size_t bytes, const void **f
                                                         std::to_string(buffer.size()) + " bytes)");
     // The buffers go round in turn: the next one is free once no send reads it.
     if (setup_.transport->source_busy(buffer.data(), buffer.size())) return Status::ok();
+    const Status seen = visible(src, bytes);  // a forwarded arrival
+    if (!seen.is_ok()) return seen;
     const auto &d = CudaDriver::instance();
     ContextScope scope(setup_.ctx);
     const auto source = reinterpret_cast<CUdeviceptr>(src);

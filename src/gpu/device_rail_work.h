@@ -5,7 +5,9 @@
 //  - an arrival is reduced into the slice by the reduction kernel (two sources, in
 //    the schedule's order, so the bits are the host path's), straight out of its
 //    landing slot: arrivals land in host memory (the host team's landing region),
-//    page-locked and mapped for the GPU once, at set-up (gpu/host_registration.h);
+//    page-locked and mapped for the GPU once, at set-up (gpu/host_registration.h),
+//    or, where the rank offered GPU memory for them (gpu/gpu_landing.h), a large
+//    arrival lands there, its GPUDirect RDMA writes flushed first where the GPU needs it;
 //  - a copy (an arrival into the slice, or within it) goes by the copy engine;
 //  - a send reads the slice in GPU memory itself where the network reads GPU memory
 //    (GPUDirect RDMA: UCX with CUDA support), else a copy of it staged into one of
@@ -51,6 +53,16 @@ public:
                   size_t count) override;
     Status send_source(const void *src, size_t bytes, const void **from) override;
     Status finished(bool *done) override;
+    transport::Reader reader() const override { return transport::Reader::Gpu; }
+
+    // Arrivals may also lie in this GPU memory (offered to the rail peers); flush:
+    // cuFlushGPUDirectRDMAWrites before work reads one.
+    void set_gpu_landing(transport::MemoryRange range, bool flush)
+    {
+        gpu_landing_ = range;
+        flush_ = flush;
+    }
+    uint64_t flushes() const { return flushes_; }
 
     // Whether the stream has run everything enqueued (teardown: before the memory goes).
     Status stream_done(bool *done) const { return stream_->done(done); }
@@ -65,6 +77,8 @@ private:
     // p as a kernel addresses it: a landing slot through the mapping, GPU memory as is.
     const void *device_view(const void *p) const;
     Status launched(int rc, const char *call);
+    // Before work reads [p, p + bytes): GPUDirect RDMA writes there made visible.
+    Status visible(const void *p, size_t bytes);
 
     RailWorkSetup setup_;
     // Release order (reverse): the fence and buffers, then the registration, the stream last.
@@ -73,6 +87,9 @@ private:
     std::vector<std::unique_ptr<PinnedBuffer>> buffers_;
     std::unique_ptr<CopyFence> fence_;
     size_t next_buffer_ = 0;
+    transport::MemoryRange gpu_landing_;
+    bool flush_ = false;
+    uint64_t flushes_ = 0;
     std::string pageable_why_;
 };
 

@@ -17,15 +17,15 @@ public:
         : local_(std::move(local)), shm_(shm), net_(net)
     {}
 
-    Poll try_send(int peer, const void *src, size_t bytes) override
+    Poll try_send(int peer, const void *src, size_t bytes, Reader receiver) override
     {
         PeerTransport *t = route(peer);
-        return t ? t->try_send(peer, src, bytes) : fail(peer);
+        return t ? t->try_send(peer, src, bytes, receiver) : fail(peer);
     }
-    const void *try_receive(int peer, size_t bytes) override
+    const void *try_receive(int peer, size_t bytes, Reader reader) override
     {
         PeerTransport *t = route(peer);
-        return t ? t->try_receive(peer, bytes) : nullptr;
+        return t ? t->try_receive(peer, bytes, reader) : nullptr;
     }
     void release(int peer) override
     {

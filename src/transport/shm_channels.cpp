@@ -57,7 +57,7 @@ char *ShmChannels::region_of(int rank) const
     return segment_base_ + static_cast<size_t>(at - members_.begin()) * stride_;
 }
 
-Poll ShmChannels::deliver(Link &l, int slot, const void *src, size_t bytes, uint64_t flag)
+Poll ShmChannels::deliver(Link &l, int slot, const void *src, size_t bytes, uint64_t flag, Reader)
 {
     char *peer = region_of(l.rank);
     std::memcpy(peer + l.remote.data_offset(l.index_there, slot), src, bytes);

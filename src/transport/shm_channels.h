@@ -26,7 +26,8 @@ public:
     bool sends_pending() override { return false; }
 
 protected:
-    Poll deliver(Link &link, int slot, const void *src, size_t bytes, uint64_t flag) override;
+    // Node peers never offer memory: every message lands in the slot.
+    Poll deliver(Link &link, int slot, const void *src, size_t bytes, uint64_t flag, Reader) override;
     void return_credit(Link &link, uint64_t consumed) override;
 
 private:

@@ -51,7 +51,15 @@ void SlotChannels::store(size_t offset, uint64_t value)
     __atomic_store_n(reinterpret_cast<uint64_t *>(base_ + offset), value, __ATOMIC_RELEASE);
 }
 
-Poll SlotChannels::try_send(int peer, const void *src, size_t bytes)
+void SlotChannels::attach_offered(char *base, OfferedToHost to_host)
+{
+    offered_.base = base;
+    offered_.to_host = std::move(to_host);
+    offered_.copies.clear();
+    offered_.copies.resize(links_.size());
+}
+
+Poll SlotChannels::try_send(int peer, const void *src, size_t bytes, Reader receiver)
 {
     const int i = link_index(peer);
     if (i < 0) {
@@ -62,25 +70,51 @@ Poll SlotChannels::try_send(int peer, const void *src, size_t bytes)
         error_ = "message of " + std::to_string(bytes) + " bytes exceeds the landing slot";
         return Poll::Failed;
     }
+    poll_sends();
     Link &l = links_[static_cast<size_t>(i)];
     const uint64_t consumed = load(layout_.credit_offset(i));
     if (l.sent - consumed >= static_cast<uint64_t>(layout_.slots)) return Poll::WouldBlock;
     const int slot = static_cast<int>(l.sent % static_cast<uint64_t>(layout_.slots));
-    const Poll p = deliver(l, slot, src, bytes, l.sent + 1);
+    const Poll p = deliver(l, slot, src, bytes, l.sent + 1, receiver);
     if (p != Poll::Done) return p;
     ++l.sent;
     bytes_sent_ += bytes;
     return Poll::Done;
 }
 
-const void *SlotChannels::try_receive(int peer, size_t bytes)
+const void *SlotChannels::try_receive(int peer, size_t bytes, Reader reader)
 {
     const int i = link_index(peer);
     if (i < 0 || bytes > layout_.slot_size) return nullptr;
+    poll_sends();
     const Link &l = links_[static_cast<size_t>(i)];
     const int slot = static_cast<int>(l.received % static_cast<uint64_t>(layout_.slots));
-    if (load(layout_.flag_offset(i, slot)) != l.received + 1) return nullptr;
+    const uint64_t flag = load(layout_.flag_offset(i, slot));
+    if ((flag & ~kLandedOffered) != l.received + 1) return nullptr;
+    if (flag & kLandedOffered) return offered_arrival(static_cast<size_t>(i), slot, bytes, reader);
     return base_ + layout_.data_offset(i, slot);
+}
+
+const void *SlotChannels::offered_arrival(size_t link, int slot, size_t bytes, Reader reader)
+{
+    const std::string from = " from rank " + std::to_string(links_[link].rank);
+    if (!offered_.base) {
+        if (error_.empty()) error_ = "a message" + from + " landed in offered memory that was withdrawn";
+        return nullptr;
+    }
+    const char *at = offered_.base + layout_.data_offset(static_cast<int>(link), slot) - layout_.data_start();
+    ++offered_arrivals_;
+    if (reader == Reader::Gpu) return at;
+    // The odd mixed call: this rank's CPU reads what a GPU-reading peer sent.
+    auto &copy = offered_.copies[link];
+    if (!copy) copy.reset(new char[layout_.slot_size]);
+    std::string why;
+    if (!offered_.to_host || !offered_.to_host(copy.get(), at, bytes, &why)) {
+        if (error_.empty()) error_ = "copying a message" + from + " out of GPU memory: " + why;
+        return nullptr;
+    }
+    ++offered_copies_;
+    return copy.get();
 }
 
 void SlotChannels::release(int peer)

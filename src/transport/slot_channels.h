@@ -4,9 +4,13 @@
 // number + 1) once the data is visible; the receiver uses it in place and returns
 // the slot by writing its consumed count into the sender's credit word.
 // Subclasses say how data, flags and credits travel (UCX RMA, node shared memory).
+// A receiver may also offer memory of its own, GPU memory say, with the data slots'
+// layout: a sender may then put a message there (flag bit kLandedOffered), and a
+// CPU reader of such a message gets a host copy of it.
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -21,8 +25,8 @@ using PeerListFn = std::function<std::vector<int>(int rank)>;
 
 class SlotChannels : public PeerTransport {
 public:
-    Poll try_send(int peer, const void *src, size_t bytes) override;
-    const void *try_receive(int peer, size_t bytes) override;
+    Poll try_send(int peer, const void *src, size_t bytes, Reader receiver) override;
+    const void *try_receive(int peer, size_t bytes, Reader reader) override;
     void release(int peer) override;
     bool failed() const override { return !error_.empty(); }
     const char *error() const override { return error_.c_str(); }
@@ -35,6 +39,17 @@ public:
     const ChannelLayout &layout() const { return layout_; }
     // This rank's region: where its peers' messages land.
     MemoryRange landing() const { return MemoryRange{base_, layout_.bytes()}; }
+
+    // Copies bytes of offered (GPU) memory into host memory, or says why not.
+    using OfferedToHost = std::function<bool(void *dst, const void *src, size_t bytes, std::string *why)>;
+    // Size an offered region needs: the data slots of landing(), same offsets.
+    size_t offered_bytes() const { return layout_.bytes() - layout_.data_start(); }
+    // The offered region, empty if none (or withdrawn).
+    MemoryRange offered() const { return MemoryRange{offered_.base, offered_.base ? offered_bytes() : 0}; }
+    // Messages that landed in the offered region, and how many of them a CPU reader
+    // needed copied to host memory.
+    uint64_t offered_arrivals() const { return offered_arrivals_; }
+    uint64_t offered_copies() const { return offered_copies_; }
 
 protected:
     struct Link {
@@ -50,13 +65,21 @@ protected:
     static Status symmetric(int rank, const PeerListFn &peers);
     // Must be called once the region exists.
     void attach_region(char *base) { base_ = base; }
+    // Arrivals may land at base (offered_bytes() of it) from now on; null: no more.
+    void attach_offered(char *base, OfferedToHost to_host);
 
-    // Write bytes into the peer's slot, then (ordered after it) the slot flag.
-    virtual Poll deliver(Link &link, int slot, const void *src, size_t bytes, uint64_t flag) = 0;
+    // A flag's top bit: the message landed in the receiver's offered region.
+    static constexpr uint64_t kLandedOffered = uint64_t(1) << 63;
+
+    // Write bytes into the peer's slot (or the same slot of its offered region, with
+    // kLandedOffered in the flag), then (ordered after it) the slot flag.
+    virtual Poll deliver(Link &link, int slot, const void *src, size_t bytes, uint64_t flag, Reader receiver) = 0;
     // Write the consumed count into the peer's credit word for us.
     virtual void return_credit(Link &link, uint64_t consumed) = 0;
     // Drives the medium (no-op for memory-mapped ones).
     virtual unsigned progress() { return 0; }
+    // Moves on sends that wait for the medium (called by every try_send and try_receive).
+    virtual void poll_sends() {}
 
     int link_index(int peer) const;
     uint64_t load(size_t offset) const;
@@ -73,7 +96,16 @@ protected:
     uint64_t bytes_sent_ = 0;
 
 private:
+    const void *offered_arrival(size_t link, int slot, size_t bytes, Reader reader);
+
     char *base_ = nullptr;
+    struct Offered {
+        char *base = nullptr;
+        OfferedToHost to_host;
+        std::vector<std::unique_ptr<char[]>> copies;  // per link: a CPU reader's copy
+    } offered_;
+    uint64_t offered_arrivals_ = 0;
+    uint64_t offered_copies_ = 0;
 };
 
 }  // namespace gpurdma::transport

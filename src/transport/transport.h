@@ -15,7 +15,19 @@ enum class Poll { Done, WouldBlock, Failed };
 struct MemoryRange {
     const char *base = nullptr;
     size_t bytes = 0;
+    bool contains(const void *p, size_t n) const
+    {
+        const char *c = static_cast<const char *>(p);
+        return base && c >= base && n <= bytes && static_cast<size_t>(c - base) <= bytes - n;
+    }
 };
+
+// Who reads a message at its receiver: the CPU, or the GPU (a rail reducing on it),
+// which can also read GPU memory the receiver offered for arrivals (GPUDirect RDMA).
+// A sender passes its own reader: in one call every rank's is the same, bar the odd
+// mixed call, which the receiver handles (a CPU reader of a message that landed in GPU
+// memory gets a copy).
+enum class Reader { Cpu, Gpu };
 
 class PeerTransport {
 public:
@@ -23,11 +35,12 @@ public:
 
     // Starts writing bytes from src into peer's next landing slot. WouldBlock when
     // all slots toward peer are still unconsumed. src must stay unchanged until
-    // source_busy() no longer reports it.
-    virtual Poll try_send(int peer, const void *src, size_t bytes) = 0;
+    // source_busy() no longer reports it. receiver: who is expected to read it there.
+    virtual Poll try_send(int peer, const void *src, size_t bytes, Reader receiver) = 0;
 
-    // The next message from peer if it has fully arrived, else nullptr.
-    virtual const void *try_receive(int peer, size_t bytes) = 0;
+    // The next message from peer if it has fully arrived, else nullptr; in memory
+    // `reader` can read.
+    virtual const void *try_receive(int peer, size_t bytes, Reader reader) = 0;
 
     // The message last returned by try_receive(peer) is consumed: the slot goes back
     // to the sender.

@@ -8,7 +8,11 @@ namespace gpurdma::transport {
 UcxChannels::UcxChannels(UcxContext &context, int rank, int size, const PeerListFn &peers, int slots, size_t slot_size)
     : SlotChannels(rank, size, peers, slots, slot_size), context_(context), channel_id_(context.new_channel_id())
 {
+    unsigned major = 0, minor = 0, release = 0;
+    ucp_get_version(&major, &minor, &release);
+    flush_before_flag_ = major < 1 || (major == 1 && minor < 14);
     remotes_.resize(links_.size());
+    offers_in_.resize(links_.size());
     for (auto &r : remotes_) {
         r.flag_values.assign(static_cast<size_t>(slots), 0);
         r.data_headers.assign(static_cast<size_t>(slots), AmHeader{});
@@ -35,9 +39,12 @@ UcxChannels::~UcxChannels()
 {
     // Requests still referencing our words must finish before they go.
     context_.remove_sink(channel_id_);
+    for (auto &d : deferred_) context_.wait(d.flush, 1.0);
+    deferred_.clear();
     for (auto &p : pending_) context_.wait(p.request, 1.0);
     pending_.clear();
     remotes_.clear();  // keys before endpoints, both before our region
+    offered_range_.reset();
 }
 
 UcxPeerInfo UcxChannels::local_info() const
@@ -73,12 +80,62 @@ UcxChannels::Remote &UcxChannels::remote_of(const Link &l)
     return remotes_[static_cast<size_t>(&l - links_.data())];
 }
 
-bool UcxChannels::put(const Link &l, const void *src, size_t bytes, size_t remote_offset, bool user_source)
+bool UcxChannels::put(const Link &l, const RemoteRegion &to, const void *src, size_t bytes, size_t remote_offset,
+                      bool user_source)
 {
-    const Remote &rm = remote_of(l);
     ucp_request_param_t param{};
-    return track(ucp_put_nbx(rm.ep->get(), src, bytes, rm.region->base() + remote_offset, rm.region->key(), &param),
-                 "put", user_source ? src : nullptr, bytes, l.rank);
+    return track(ucp_put_nbx(remote_of(l).ep->get(), src, bytes, to.base() + remote_offset, to.key(), &param), "put",
+                 user_source ? src : nullptr, bytes, l.rank);
+}
+
+Status UcxChannels::offer_landing(void *base, ucs_memory_type_t type, OfferedToHost to_host)
+{
+    if (offered_range_) return Status::error(GPURDMA_ERR_TRANSPORT, "memory for arrivals was offered already");
+    memory_api_ = std::make_unique<UcpMemoryApi>(context_.context());
+    const Status registered = RegisteredRange::create(*memory_api_, base, offered_bytes(), type, &offered_range_);
+    if (!registered.is_ok()) return registered.prefixed("registering memory for arrivals: ");
+    attach_offered(static_cast<char *>(base), std::move(to_host));
+    const std::string &key = offered_range_->packed_key();
+    for (size_t i = 0; i < links_.size(); ++i) {
+        AmHeader &h = remotes_[i].offer_header;  // outlives the send, as the key does
+        h.target = remotes_[i].channel_id;
+        h.kind = AmHeader::Offer;
+        h.index = links_[i].index_there;
+        h.value = reinterpret_cast<uint64_t>(base);
+        if (!send_message(links_[i], h, key.data(), key.size()))
+            return Status::error(GPURDMA_ERR_TRANSPORT, "offering memory for arrivals: " + error_);
+    }
+    return Status::ok();
+}
+
+void UcxChannels::withdraw_landing()
+{
+    attach_offered(nullptr, {});
+    // The offers' sends read the key: they finish first.
+    for (auto &p : pending_) context_.wait(p.request, 1.0);
+    pending_.clear();
+    offered_range_.reset();
+}
+
+int UcxChannels::peers_offering() const
+{
+    int n = 0;
+    for (const auto &r : remotes_) n += r.offered != nullptr;
+    return n;
+}
+
+void UcxChannels::adopt_offers()
+{
+    std::lock_guard<std::mutex> hold(offers_lock_);
+    offers_waiting_.store(false, std::memory_order_relaxed);
+    for (size_t i = 0; i < offers_in_.size(); ++i) {
+        if (!offers_in_[i]) continue;
+        std::unique_ptr<RemoteRegion> region;
+        // A key we cannot unpack leaves that peer's messages in its host slots.
+        if (RemoteRegion::create(remotes_[i].ep->get(), offers_in_[i]->base, offers_in_[i]->key, &region).is_ok())
+            remotes_[i].offered = std::move(region);
+        offers_in_[i].reset();
+    }
 }
 
 bool UcxChannels::send_message(const Link &l, const AmHeader &header, const void *src, size_t bytes)
@@ -107,6 +164,13 @@ void UcxChannels::on_message(const AmHeader &h, const void *data, size_t bytes)
 {
     // Checked against our own layout: a malformed message must not write outside it.
     if (h.index < 0 || h.index >= layout_.neighbors) return;
+    if (h.kind == AmHeader::Offer) {
+        std::lock_guard<std::mutex> hold(offers_lock_);
+        offers_in_[static_cast<size_t>(h.index)] =
+            IncomingOffer{h.value, std::string(static_cast<const char *>(data), bytes)};
+        offers_waiting_.store(true, std::memory_order_release);
+        return;
+    }
     if (h.kind == AmHeader::Credit) {
         const size_t at = layout_.credit_offset(h.index);
         if (h.value > load(at)) store(at, h.value);  // credits only grow
@@ -117,8 +181,9 @@ void UcxChannels::on_message(const AmHeader &h, const void *data, size_t bytes)
     store(layout_.flag_offset(h.index, static_cast<int>(h.slot)), h.value);
 }
 
-Poll UcxChannels::deliver(Link &l, int slot, const void *src, size_t bytes, uint64_t flag)
+Poll UcxChannels::deliver(Link &l, int slot, const void *src, size_t bytes, uint64_t flag, Reader receiver)
 {
+    if (receiver == Reader::Gpu && offers_waiting_.load(std::memory_order_acquire)) adopt_offers();
     Remote &rm = remote_of(l);
     if (bytes <= rm.message_max) {
         // The header must outlive the send: one per slot, reused only once the
@@ -131,18 +196,63 @@ Poll UcxChannels::deliver(Link &l, int slot, const void *src, size_t bytes, uint
         h.value = flag;
         return send_message(l, h, src, bytes) ? Poll::Done : Poll::Failed;
     }
-    if (bytes > 0 && !put(l, src, bytes, l.remote.data_offset(l.index_there, slot), true)) return Poll::Failed;
+    // Put: into the peer's offered memory if its GPU reads it, else into its slot.
+    const bool offered = receiver == Reader::Gpu && rm.offered;
+    const size_t at = l.remote.data_offset(l.index_there, slot);
+    if (offered) flag |= kLandedOffered;
+    if (bytes > 0 && !(offered ? put(l, *rm.offered, src, bytes, at - l.remote.data_start(), true)
+                               : put(l, *rm.region, src, bytes, at, true)))
+        return Poll::Failed;
+    if (offered && flush_before_flag_) {
+        // The data is in place once the flush completes; the flag goes then.
+        ucp_request_param_t param{};
+        const ucs_status_ptr_t flush = ucp_ep_flush_nbx(rm.ep->get(), &param);
+        if (UCS_PTR_IS_ERR(flush)) {
+            error_ = "flush toward rank " + std::to_string(l.rank) + ": " + ucs_status_string(UCS_PTR_STATUS(flush));
+            return Poll::Failed;
+        }
+        if (flush != nullptr) {
+            deferred_.push_back(DeferredFlag{flush, static_cast<size_t>(&l - links_.data()), slot});
+            rm.flag_values[static_cast<size_t>(slot)] = flag;
+            return Poll::Done;
+        }
+        return put_flag(l, slot, flag) ? Poll::Done : Poll::Failed;
+    }
     // The flag must not become visible before the data it announces.
     const ucs_status_t st = ucp_worker_fence(context_.worker());
     if (st != UCS_OK) {
         error_ = "fence toward rank " + std::to_string(l.rank) + ": " + ucs_status_string(st);
         return Poll::Failed;
     }
+    return put_flag(l, slot, flag) ? Poll::Done : Poll::Failed;
+}
+
+bool UcxChannels::put_flag(const Link &l, int slot, uint64_t flag)
+{
+    Remote &rm = remote_of(l);
     rm.flag_values[static_cast<size_t>(slot)] = flag;
-    if (!put(l, &rm.flag_values[static_cast<size_t>(slot)], sizeof(uint64_t), l.remote.flag_offset(l.index_there, slot),
-             false))
-        return Poll::Failed;
-    return Poll::Done;
+    return put(l, *rm.region, &rm.flag_values[static_cast<size_t>(slot)], sizeof(uint64_t),
+               l.remote.flag_offset(l.index_there, slot), false);
+}
+
+void UcxChannels::post_deferred_flags()
+{
+    // In order: a link's flags must not overtake each other (a later one's flush can
+    // only complete after an earlier one's anyway).
+    size_t done = 0;
+    for (; done < deferred_.size(); ++done) {
+        const DeferredFlag &d = deferred_[done];
+        const ucs_status_t st = ucp_request_check_status(d.flush);
+        if (st == UCS_INPROGRESS) break;
+        ucp_request_free(d.flush);
+        const Link &l = links_[d.link];
+        if (st != UCS_OK) {
+            if (error_.empty()) error_ = "flush toward rank " + std::to_string(l.rank) + ": " + ucs_status_string(st);
+            continue;
+        }
+        put_flag(l, d.slot, remote_of(l).flag_values[static_cast<size_t>(d.slot)]);
+    }
+    deferred_.erase(deferred_.begin(), deferred_.begin() + static_cast<std::ptrdiff_t>(done));
 }
 
 void UcxChannels::return_credit(Link &l, uint64_t consumed)
@@ -187,9 +297,10 @@ bool UcxChannels::sends_pending()
     // Every put, flags and credits included, completes before the call returns: a
     // request left pending past the call could only be cancelled later, and a
     // cancelled put can leave the (shared, long-lived) endpoint unusable.
-    if (pending_.empty()) return false;
+    poll_sends();
+    if (pending_.empty()) return !deferred_.empty();
     reap();
-    return !pending_.empty();
+    return !pending_.empty() || !deferred_.empty();
 }
 
 }  // namespace gpurdma::transport

@@ -4,16 +4,28 @@
 // the same slot, flag and credit words: one send where the puts take two plus, on
 // transports that emulate RMA (tcp), an acknowledgement each. The region is
 // allocated and registered once (ucp_mem_map), nothing per message.
+// A rank whose GPU reads its arrivals may offer GPU memory as well (offer_landing):
+// registered with its memory type, the key sent to each peer as an active message.
+// A peer's message for a GPU reader that is put rather than sent then goes there
+// (GPUDirect RDMA into GPU memory); the flag still lands in host memory. The data
+// and the flag may then take different lanes, which UCX before 1.14 does not order
+// across (its worker fence is per lane: seen here, cma for the data, shared memory
+// for the flag, the flag first), so there the flag waits for a flush of the endpoint.
 #pragma once
 
+#include <atomic>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "base/status.h"
+#include "transport/registered_range.h"
 #include "transport/slot_channels.h"
 #include "transport/ucx_context.h"
 #include "transport/ucx_memory.h"
+#include "transport/ucx_memory_api.h"
 
 namespace gpurdma::transport {
 
@@ -42,22 +54,38 @@ public:
     // Connects to every peer. `hosts` names them in errors.
     Status connect(const std::vector<UcxPeerInfo> &peers, const std::vector<std::string> &hosts);
 
+    // Offers [base, base + offered_bytes()), memory of `type` (UCS_MEMORY_TYPE_CUDA:
+    // GPU memory), to every peer for its messages to a GPU reader here; to_host copies
+    // such a message for a CPU reader. Once per channel, after connect().
+    Status offer_landing(void *base, ucs_memory_type_t type, OfferedToHost to_host);
+    // Before the offered memory goes, with no call in flight: unregistered, and an
+    // arrival there from now on is an error.
+    void withdraw_landing();
+    // Peers whose offered memory our messages to a GPU reader may be put into.
+    int peers_offering() const;
+
     bool source_busy(const void *ptr, size_t bytes) override;
     bool sends_pending() override;
     size_t region_bytes() const { return layout_.bytes(); }
 
 protected:
-    Poll deliver(Link &link, int slot, const void *src, size_t bytes, uint64_t flag) override;
+    Poll deliver(Link &link, int slot, const void *src, size_t bytes, uint64_t flag, Reader receiver) override;
     void return_credit(Link &link, uint64_t consumed) override;
     unsigned progress() override { return context_.progress(); }
+    void poll_sends() override
+    {
+        if (!deferred_.empty()) post_deferred_flags();
+    }
 
 private:
     struct Remote {
         std::shared_ptr<UcxEndpoint> ep;
         std::unique_ptr<RemoteRegion> region;
+        std::unique_ptr<RemoteRegion> offered;  // the peer's offered memory, once its key came
         std::vector<uint64_t> flag_values;  // stable sources for flag puts
         std::vector<AmHeader> data_headers;  // stable headers of active-message sends, per slot
         AmHeader credit_header;
+        AmHeader offer_header;
         size_t message_max = 0;  // largest message sent as an active message
         uint64_t channel_id = 0;  // the peer's, for our active messages
     };
@@ -70,7 +98,13 @@ private:
 
     UcxChannels(UcxContext &context, int rank, int size, const PeerListFn &peers, int slots, size_t slot_size);
     Remote &remote_of(const Link &l);
-    bool put(const Link &l, const void *src, size_t bytes, size_t remote_offset, bool user_source);
+    bool put(const Link &l, const RemoteRegion &to, const void *src, size_t bytes, size_t remote_offset,
+             bool user_source);
+    // Unpacks the keys of offers that came (active-message handlers only store them).
+    void adopt_offers();
+    // Puts the flags whose endpoint flush has completed.
+    void post_deferred_flags();
+    bool put_flag(const Link &l, int slot, uint64_t flag);
     bool send_message(const Link &l, const AmHeader &header, const void *src, size_t bytes);
     void on_message(const AmHeader &header, const void *data, size_t bytes) override;
     // A send's request: false (and error_) if it failed; otherwise pending until it
@@ -80,6 +114,24 @@ private:
 
     UcxContext &context_;
     std::unique_ptr<RegisteredRegion> region_;
+    std::unique_ptr<UcxMemoryApi> memory_api_;  // before offered_range_: outlives it
+    std::unique_ptr<RegisteredRange> offered_range_;
+    // Offers from peers (base, packed key) by link, written by the handler.
+    struct IncomingOffer {
+        uint64_t base;
+        std::string key;
+    };
+    std::mutex offers_lock_;
+    std::vector<std::optional<IncomingOffer>> offers_in_;
+    std::atomic<bool> offers_waiting_{false};
+    // Flags of messages put into offered memory, waiting for their endpoint's flush.
+    struct DeferredFlag {
+        void *flush;  // ucp_ep_flush_nbx's request
+        size_t link;
+        int slot;
+    };
+    std::vector<DeferredFlag> deferred_;
+    bool flush_before_flag_;  // UCX < 1.14: fences order within a lane only
     std::vector<Remote> remotes_;  // parallel to links_
     std::vector<Pending> pending_;
     uint64_t channel_id_;  // ours: a stale message for a freed channel can never match a new one

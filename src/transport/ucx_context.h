@@ -32,7 +32,8 @@ class UcxEndpoint;
 // a data put and a flag put. The header names the receiving channel, so one handler
 // serves every communicator of the process.
 struct AmHeader {
-    enum Kind : uint32_t { Data = 1, Credit = 2 };
+    // Offer: value is the base of memory offered for arrivals, the data its packed key.
+    enum Kind : uint32_t { Data = 1, Credit = 2, Offer = 3 };
     uint64_t target = 0;  // the receiving channel's id (UcxContext::new_channel_id)
     uint32_t kind = 0;
     int32_t index = -1;  // the sender's index in the receiver's peer list

@@ -46,12 +46,16 @@
 //                                    asks for it by name) says 1: this "device memory" is host
 //                                    memory that UCX may read as such, so gpurdma sends
 //                                    straight from it as it would with GPUDirect RDMA
+//   GPURDMA_FAKE_CUDA_GDR_ORDERING=N cuDeviceGetAttribute's GPUDirect RDMA writes ordering
+//                                    (default 0: writes need cuFlushGPUDirectRDMAWrites, which
+//                                    the flush options attribute says the device has)
 //   GPURDMA_FAKE_CUDA_LEAKS=1        at exit (library destructor, after the atexit handlers;
 //                                    not on _exit) print "fake-cuda: N leaked pinned
 //                                    allocations, M registrations, K device allocations,
 //                                    E events, S streams" to stderr (device: own
 //                                    cuMemAlloc, not IPC mappings), and exit with status
-//                                    1 if any count is not zero
+//                                    1 if any count is not zero; before it, "fake-cuda: F
+//                                    GPUDirect RDMA flushes" if there were any
 // A forked child starts workers of its own at its first enqueue (its parent's queued work
 // is not run there: CUDA does not let a child use its parent's context either).
 // Build: g++ -shared -fPIC -pthread -Wl,-Bsymbolic -Wl,-z,nodelete -I include -I src fake_cuda.cpp
@@ -167,6 +171,7 @@ std::set<Stream *> &g_streams = *new std::set<Stream *>;
 std::set<Event *> &g_events = *new std::set<Event *>;
 Stream *g_null_stream = nullptr;
 unsigned long long g_next_id = 1;
+size_t g_gdr_flushes = 0;  // cuFlushGPUDirectRDMAWrites calls
 const unsigned char *g_image = nullptr;
 size_t g_image_size = 0;
 void *const kContext = reinterpret_cast<void *>(0xc0de);
@@ -350,6 +355,7 @@ int report_leaks()
     std::lock_guard<std::mutex> lock(g_mu);
     for (const auto &m : g_pinned) ++(m.allocated ? pinned : registered);
     for (const auto &a : g_allocs) device += a.imported ? 0 : 1;
+    if (g_gdr_flushes) std::fprintf(stderr, "fake-cuda: %zu GPUDirect RDMA flushes\n", g_gdr_flushes);
     std::fprintf(stderr,
                  "fake-cuda: %zu leaked pinned allocations, %zu registrations, %zu device allocations, "
                  "%zu events, %zu streams\n",
@@ -464,7 +470,17 @@ int cuCtxSynchronize()
 }
 int cuDeviceGetAttribute(int *v, int attr, int)
 {
-    *v = attr == 16 ? 4 : 0;
+    // 16: multiprocessors; 117: GPUDirect RDMA flush options (1: cuFlushGPUDirectRDMAWrites);
+    // 118: GPUDirect RDMA writes ordering (0: none, flush needed; 100: ordered for the owner).
+    const char *ordering = std::getenv("GPURDMA_FAKE_CUDA_GDR_ORDERING");
+    *v = attr == 16 ? 4 : attr == 117 ? 1 : attr == 118 ? (ordering ? std::atoi(ordering) : 0) : 0;
+    return 0;
+}
+int cuFlushGPUDirectRDMAWrites(int target, int scope)
+{
+    if (target != 0 || (scope != 100 && scope != 200)) return 1;  // CUDA_ERROR_INVALID_VALUE
+    std::lock_guard<std::mutex> lock(g_mu);
+    ++g_gdr_flushes;
     return 0;
 }
 int cuDeviceGetPCIBusId(char *s, int n, int)

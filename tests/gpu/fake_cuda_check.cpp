@@ -67,6 +67,8 @@ struct Api {
     int (*launch_kernel)(void *, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, void *, void **,
                          void **);
     int (*device_memory_is_host)();  // not CUDA's: the stand-in's own
+    int (*device_get_attribute)(int *, int, int);
+    int (*flush_gdr_writes)(int, int);
 };
 Api api;
 
@@ -116,6 +118,8 @@ bool load(const char *path)
     sym(api.module_get_function, "cuModuleGetFunction");
     sym(api.launch_kernel, "cuLaunchKernel");
     sym(api.device_memory_is_host, "gpurdmaStandInDeviceMemoryIsHost");
+    sym(api.device_get_attribute, "cuDeviceGetAttribute");
+    sym(api.flush_gdr_writes, "cuFlushGPUDirectRDMAWrites");
     return ok;
 }
 
@@ -284,6 +288,23 @@ void kernel_addresses()
     c.rc(api.mem_free(dev), 0, "cuMemFree_v2");
     const char *flag = std::getenv("GPURDMA_FAKE_CUDA_HOST_MEMORY");
     c.rc(api.device_memory_is_host(), flag && std::string(flag) == "1" ? 1 : 0, "gpurdmaStandInDeviceMemoryIsHost");
+}
+
+// GPUDirect RDMA writes: the device needs them flushed (ordering 0, or the environment's),
+// and cuFlushGPUDirectRDMAWrites takes only the current context and a real scope.
+void gdr_flush()
+{
+    Check c("GPUDirect RDMA writes: ordering and flush");
+    int v = -1;
+    c.rc(api.device_get_attribute(&v, 117, 0), 0, "cuDeviceGetAttribute(flush options)");
+    c.expect(v == 1, "flush options " + std::to_string(v) + ", want 1 (cuFlushGPUDirectRDMAWrites)");
+    c.rc(api.device_get_attribute(&v, 118, 0), 0, "cuDeviceGetAttribute(writes ordering)");
+    const char *ordering = std::getenv("GPURDMA_FAKE_CUDA_GDR_ORDERING");
+    c.expect(v == (ordering ? std::atoi(ordering) : 0), "writes ordering " + std::to_string(v));
+    c.rc(api.flush_gdr_writes(0, 100), 0, "cuFlushGPUDirectRDMAWrites(current context, owner)");
+    c.rc(api.flush_gdr_writes(0, 200), 0, "cuFlushGPUDirectRDMAWrites(current context, all devices)");
+    c.rc(api.flush_gdr_writes(1, 100), 1, "cuFlushGPUDirectRDMAWrites(no such target)");
+    c.rc(api.flush_gdr_writes(0, 7), 1, "cuFlushGPUDirectRDMAWrites(no such scope)");
 }
 
 // An event completes when the work before it on its stream has; elapsed time is between
@@ -833,6 +854,7 @@ int main(int argc, char **argv)
     self.resize(size_t(n));
     stream_fifo();
     kernel_addresses();
+    gdr_flush();
     events();
     wait_event();
     copy_reads_at_execution();

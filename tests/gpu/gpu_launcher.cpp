@@ -11,7 +11,9 @@
 //     other rank must get an error within --timeout (default 60) + a margin.
 //     [--host-ranks a,b]: in device mode these ranks pass host buffers (a node of
 //     host-buffer ranks beside nodes of device-buffer ranks, or ranks of one node that
-//     mix them: the node agrees per call).
+//     mix them: the node agrees per call). [--alternate]: they pass host buffers in
+//     every other check only (the rest on the GPU, so its set-up has run: a call whose
+//     ranks pass different buffers after ones where they passed the same).
 //     [--expect-errors]: calls may fail (at least one must), but a call that returns
 //     OK must be right (a copy outlasting the timeout).
 //   [--stage-max N]: coll_gpurdma_device_stage_max (one node: up to N bytes stage through
@@ -78,6 +80,7 @@ struct Options {
     double timeout_s = 60;
     int stop_rank = -1;  // >= 0: the stopped-peer check instead of the others
     std::vector<int> host_ranks;  // in device mode, these ranks pass host buffers (mixed nodes)
+    bool alternate_host = false;  // ... only in every other check, device buffers in the rest
     bool expect_errors = false;  // calls may fail (never a wrong result with OK); at least one must
     std::string kind = "blocking";  // of every check: blocking, nonblocking, persistent or mixed
     bool hold_check = false;  // only the nonblocking and persistent calls of max_bytes
@@ -248,7 +251,9 @@ struct Rank {
 
     bool uses_device() const
     {
-        return opt.device && std::find(opt.host_ranks.begin(), opt.host_ranks.end(), rank) == opt.host_ranks.end();
+        if (!opt.device) return false;
+        if (std::find(opt.host_ranks.begin(), opt.host_ranks.end(), rank) == opt.host_ranks.end()) return true;
+        return opt.alternate_host && checks % 2 == 0;
     }
 
     // Every rank here (a bootstrap allgather is a barrier).
@@ -553,6 +558,8 @@ bool parse(int argc, char **argv, Options *o)
             o->bench_min = std::max<size_t>(4, std::strtoull(next(), nullptr, 0));
         } else if (a == "--timeout") {
             o->timeout_s = std::atof(next());
+        } else if (a == "--alternate") {
+            o->alternate_host = true;
         } else if (a == "--host-ranks") {
             for (const char *p = next(); *p;) {
                 char *end;
@@ -624,7 +631,7 @@ int main(int argc, char **argv)
                      "usage: %s --mode host|device|probe [--np 2,4] [--max-bytes N] [--verbose V] [--expect-device] "
                      "[--bench] [--limit SECONDS] [--fake-hosts K] [--logical-nodes K|a,b,c] [--algorithm A] "
                      "[--chunk-size N] [--stage-max N] [--bench-min N] [--timeout S] [--stop-rank R] [--host-ranks "
-                     "a,b] [--expect-errors] "
+                     "a,b] [--alternate] [--expect-errors] "
                      "[--kind nonblocking|persistent|mixed] [--hold-check] [--max-call-ms M] [--expect-staged] "
                      "[--rail-reduce auto|host|device]\n",
                      argv[0]);
@@ -634,8 +641,22 @@ int main(int argc, char **argv)
         const auto &drv = CudaDriver::instance();
         int version = 0;
         if (drv.available() && drv.api().driver_get_version) drv.api().driver_get_version(&version);
-        if (drv.available()) std::printf("CUDA driver %d.%d\n", version / 1000, version % 1000 / 10);
-        else std::printf("%s\n", drv.why_unavailable().c_str());
+        if (!drv.available()) {
+            std::printf("%s\n", drv.why_unavailable().c_str());
+            return 77;
+        }
+        // What decides whether arrivals may land in GPU memory (gpu/gdr_landing.h): -1 unknown.
+        int dev = -1, gdr = -1, flush = -1, ordering = -1;
+        if (drv.api().device_get && drv.api().device_get(&dev, 0) == 0 && drv.api().device_get_attribute) {
+            if (drv.api().device_get_attribute(&gdr, 116, dev) != 0) gdr = -1;
+            if (drv.api().device_get_attribute(&flush, gpurdma::gpu::kDevAttrGdrFlushWritesOptions, dev) != 0)
+                flush = -1;
+            if (drv.api().device_get_attribute(&ordering, gpurdma::gpu::kDevAttrGdrWritesOrdering, dev) != 0)
+                ordering = -1;
+        }
+        std::printf(
+            "CUDA driver %d.%d; GPU 0: GPUDirect RDMA supported %d, its writes' flush options %d, ordering %d\n",
+            version / 1000, version % 1000 / 10, gdr, flush, ordering);
         return drv.available() ? 0 : 77;
     }
     int failed = 0;

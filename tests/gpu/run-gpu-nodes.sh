@@ -60,6 +60,17 @@ step() {
         echo "FAIL: $what: no line says \"$want\""
         failed=1
     fi
+    # wants: extended regular expressions, one per line, each matching some line.
+    local re
+    while IFS= read -r re; do
+        [ -n "$re" ] || continue
+        if ! printf '%s\n' "$out" | grep -qE -- "$re"; then
+            echo "FAIL: $what: no line matches /$re/"
+            failed=1
+        else
+            printf '%s\n' "$out" | grep -E -- "$re" | tail -n 1 | sed 's/^/   seen: /'
+        fi
+    done <<<"${wants:-}"
 }
 
 small=(--chunk-size 16384 --max-bytes 4194304 --expect-device --limit 240)
@@ -104,9 +115,21 @@ if [ -n "${GPURDMA_FAKE_CUDA_LEAKS:-}" ]; then
     # "device memory" (host memory) itself, so a send that left before the kernel that
     # wrote its bytes had finished would carry stale data. auto takes this mode.
     direct=(--algorithm hier --verbose 1 --chunk-size 16384 --expect-device --limit 240)
+    # Arrivals then land in the stand-in's "device memory" too (offered to the rail
+    # peers, registered with UCX as host memory), flushed before the GPU reads them.
+    landed='so far [1-9][0-9]* arrivals landed in GPU memory
+fake-cuda: [1-9][0-9]* GPUDirect RDMA flushes'
     GPURDMA_FAKE_CUDA_HOST_MEMORY=1 want="rail stage reduces on the device, sends straight from GPU memory" \
-        step "2x2, rail on the GPU, sends straight from GPU memory (auto)" --np 4 --logical-nodes 2 "${direct[@]}" \
-        --max-bytes 4194304
+        wants="$landed" \
+        step "2x2, rail on the GPU, sends straight from GPU memory, arrivals land in GPU memory (auto)" --np 4 \
+        --logical-nodes 2 "${direct[@]}" --verbose 2 --max-bytes 4194304
+    # Node 0's ranks pass host buffers in every other call: their CPU reads what node
+    # 1's GPUs put into node 0's GPU memory (a host copy of each such arrival).
+    GPURDMA_FAKE_CUDA_HOST_MEMORY=1 want="arrivals land in GPU memory" \
+        wants='[1-9][0-9]* copied for the CPU' \
+        step "2x2, node 0 alternates host and GPU buffers: its CPU reads arrivals landed in its GPU memory" --np 4 \
+        --logical-nodes 2 --algorithm hier --chunk-size 16384 --limit 240 --host-ranks 0,1 --alternate --verbose 2 \
+        --max-bytes 1048576
     GPURDMA_FAKE_CUDA_HOST_MEMORY=1 want="rail stage reduces on the device, sends straight from GPU memory" \
         step "3+1+2, rail on the GPU, sends straight from GPU memory (auto)" --np 6 --logical-nodes 3,1,2 \
         "${direct[@]}" --max-bytes 4194304

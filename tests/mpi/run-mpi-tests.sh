@@ -238,13 +238,15 @@ else
             "${dev_on[@]}" --mca coll_gpurdma_logical_nodes 3,1,2 "$bin/device_check" --max-bytes 262144 \
             --device-per-rank --expect-device
         # The rail stage on the GPU: arrivals reduced out of their landing slots, sends
-        # staged; with the stand-in, also straight from its "device memory" (host memory).
+        # staged; with the stand-in, also straight from its "device memory" (host memory),
+        # and arrivals landing in it (offered to the rail peers, as with GPUDirect RDMA).
         USED_PATTERN="rail stage reduces on the device" run "device buffers 3+1+2 logical nodes, rail on the GPU" \
             used 120 -- -np 6 "${dev_on[@]}" --mca coll_gpurdma_logical_nodes 3,1,2 \
             --mca coll_gpurdma_rail_reduce device "$bin/device_check" --max-bytes 262144 --expect-device
         if [ ${#device_x[@]} -gt 0 ]; then
-            USED_PATTERN="sends straight from GPU memory" run \
-                "device buffers 2x2 logical nodes, rail on the GPU, sends straight" used 120 -- -np 4 \
+            USED_PATTERN="arrivals land in GPU memory" run \
+                "device buffers 2x2 logical nodes, rail on the GPU, sends straight, arrivals in GPU memory" used 120 \
+                -- -np 4 \
                 "${dev_on[@]}" -x GPURDMA_FAKE_CUDA_HOST_MEMORY=1 --mca coll_gpurdma_logical_nodes 2 \
                 "$bin/device_check" --max-bytes 262144 --expect-device
         fi

@@ -46,7 +46,7 @@ public:
         : fabric_(fabric), rank_(rank), size_(size), peers_(std::move(peers))
     {}
 
-    transport::Poll try_send(int peer, const void *src, size_t bytes) override
+    transport::Poll try_send(int peer, const void *src, size_t bytes, transport::Reader) override
     {
         if (!valid(peer)) return transport::Poll::Failed;
         auto &ch = fabric_.channel(rank_, peer);
@@ -57,7 +57,7 @@ public:
         return transport::Poll::Done;
     }
 
-    const void *try_receive(int peer, size_t bytes) override
+    const void *try_receive(int peer, size_t bytes, transport::Reader) override
     {
         if (!valid(peer)) return nullptr;
         auto &ch = fabric_.channel(peer, rank_);

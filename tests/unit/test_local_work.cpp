@@ -64,6 +64,7 @@ public:
         *from = buf.data();
         return defer([&buf, src, bytes] { std::memcpy(buf.data(), src, bytes); });
     }
+    gpurdma::transport::Reader reader() const override { return gpurdma::transport::Reader::Cpu; }
     Status finished(bool *done) override
     {
         if (pending_ && honest_ && --polls_left_ > 0) {

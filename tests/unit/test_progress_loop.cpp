@@ -330,8 +330,11 @@ class PendingSend : public gpurdma::transport::PeerTransport {
 public:
     PendingSend(const char *src, size_t bytes, unsigned polls) : src_(src), bytes_(bytes), polls_(polls) {}
 
-    gpurdma::transport::Poll try_send(int, const void *, size_t) override { return gpurdma::transport::Poll::Failed; }
-    const void *try_receive(int, size_t) override { return nullptr; }
+    gpurdma::transport::Poll try_send(int, const void *, size_t, gpurdma::transport::Reader) override
+    {
+        return gpurdma::transport::Poll::Failed;
+    }
+    const void *try_receive(int, size_t, gpurdma::transport::Reader) override { return nullptr; }
     void release(int) override {}
     bool source_busy(const void *ptr, size_t bytes) override
     {

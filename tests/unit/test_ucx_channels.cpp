@@ -1,8 +1,10 @@
 // UCX slot channels in one process: two ranks' channels on one UCX worker, connected
 // to each other through real UCX endpoints. Messages of every path (active message,
 // put + fence + flag), credits and drain, over UCX's loopback transports and over tcp
-// (where RMA is emulated and every message is an active message); and active messages
-// that do not fit the receiver's layout are dropped without harm.
+// (where RMA is emulated and every message is an active message); active messages
+// that do not fit the receiver's layout are dropped without harm; and memory a
+// receiver offers (host memory here, standing for GPU memory) takes the puts meant
+// for a GPU reader, the CPU reader getting a copy.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -16,6 +18,7 @@
 
 using gpurdma::transport::AmHeader;
 using gpurdma::transport::Poll;
+using gpurdma::transport::Reader;
 using gpurdma::transport::UcxChannels;
 using gpurdma::transport::UcxContext;
 using gpurdma::transport::UcxPeerInfo;
@@ -60,20 +63,20 @@ struct Pair {
     }
 
     // The next message from `from` to `to`, with progress, within 5 s.
-    const char *receive(int to, size_t bytes)
+    const char *receive(int to, size_t bytes, Reader reader = Reader::Cpu)
     {
         const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
         while (std::chrono::steady_clock::now() < until) {
-            if (const void *p = ch[to]->try_receive(1 - to, bytes)) return static_cast<const char *>(p);
+            if (const void *p = ch[to]->try_receive(1 - to, bytes, reader)) return static_cast<const char *>(p);
             context->progress();
         }
         return nullptr;
     }
-    Poll send(int from, const void *src, size_t bytes)
+    Poll send(int from, const void *src, size_t bytes, Reader receiver = Reader::Cpu)
     {
         const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
         for (;;) {
-            const Poll p = ch[from]->try_send(1 - from, src, bytes);
+            const Poll p = ch[from]->try_send(1 - from, src, bytes, receiver);
             if (p != Poll::WouldBlock || std::chrono::steady_clock::now() > until) return p;
             context->progress();
         }
@@ -176,6 +179,90 @@ TEST(UcxChannels, MalformedActiveMessagesAreDropped)
     h.target = target.channel_id + 1000;  // no such channel
     send_raw(h, 8);
     // None of it may look like a message, and the channels still work.
-    EXPECT_EQ(p.ch[1]->try_receive(0, 8), nullptr);
+    EXPECT_EQ(p.ch[1]->try_receive(0, 8, Reader::Cpu), nullptr);
     exchange_all_sizes(p);
+}
+
+namespace {
+
+// One message from rank 0 to rank 1, sent for `receiver`, read by `reader`: its bytes,
+// and whether they were read in rank 1's offered memory.
+struct Arrival {
+    bool ok = false;
+    bool in_offered = false;
+};
+Arrival one_message(Pair &p, size_t bytes, Reader receiver, Reader reader, int seed)
+{
+    Arrival a;
+    const auto msg = pattern(bytes, seed);
+    EXPECT_EQ(p.send(0, msg.data(), bytes, receiver), Poll::Done) << p.ch[0]->error();
+    const char *got = p.receive(1, bytes, reader);
+    if (!got) {
+        ADD_FAILURE() << bytes << " bytes never arrived: " << p.ch[1]->error();
+        return a;
+    }
+    a.ok = std::memcmp(got, msg.data(), bytes) == 0;
+    a.in_offered = p.ch[1]->offered().contains(got, bytes);
+    p.ch[1]->release(0);
+    while (p.ch[0]->source_busy(msg.data(), bytes)) p.context->progress();
+    return a;
+}
+
+}  // namespace
+
+TEST(UcxChannels, OfferedMemoryTakesPutsForAGpuReader)
+{
+    Pair p("", "");
+    if (!p.skip.empty()) GTEST_SKIP() << "UCX unavailable: " << p.skip;
+    std::vector<char> offered(p.ch[1]->offered_bytes());
+    int copies = 0;
+    const auto to_host = [&copies](void *dst, const void *src, size_t n, std::string *) {
+        ++copies;
+        std::memcpy(dst, src, n);
+        return true;
+    };
+    ASSERT_TRUE(p.ch[1]->offer_landing(offered.data(), UCS_MEMORY_TYPE_HOST, to_host).is_ok()) << p.ch[1]->error();
+    EXPECT_FALSE(p.ch[1]->offer_landing(offered.data(), UCS_MEMORY_TYPE_HOST, to_host).is_ok()) << "offered twice";
+    const size_t big = UcxChannels::kActiveMessageMax + 8;
+    // The key arrives with progress; until the sender has it, its puts go to the slots.
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    int seed = 0;
+    while (p.ch[0]->peers_offering() == 0 && std::chrono::steady_clock::now() < until) {
+        p.context->progress();
+        ASSERT_TRUE(one_message(p, big, Reader::Gpu, Reader::Gpu, ++seed).ok);
+    }
+    ASSERT_EQ(p.ch[0]->peers_offering(), 1) << "the offer never reached rank 0";
+    const uint64_t before = p.ch[1]->offered_arrivals();
+    for (int round = 0; round < 2 * kSlots; ++round) {  // every slot, twice
+        Arrival a = one_message(p, big, Reader::Gpu, Reader::Gpu, ++seed);
+        EXPECT_TRUE(a.ok && a.in_offered) << "a put for a GPU reader, round " << round;
+        a = one_message(p, kSlot, Reader::Gpu, Reader::Gpu, ++seed);
+        EXPECT_TRUE(a.ok && a.in_offered) << "a whole slot for a GPU reader, round " << round;
+        a = one_message(p, big, Reader::Cpu, Reader::Cpu, ++seed);
+        EXPECT_TRUE(a.ok && !a.in_offered) << "a put for a CPU reader lands in the slot";
+        a = one_message(p, 1000, Reader::Gpu, Reader::Gpu, ++seed);
+        EXPECT_TRUE(a.ok && !a.in_offered) << "an active message lands in the slot";
+    }
+    EXPECT_EQ(p.ch[1]->offered_arrivals() - before, static_cast<uint64_t>(4 * kSlots));
+    // A mixed call: sent for a GPU reader, read by the CPU: a host copy.
+    const Arrival mixed = one_message(p, big, Reader::Gpu, Reader::Cpu, ++seed);
+    EXPECT_TRUE(mixed.ok && !mixed.in_offered);
+    EXPECT_EQ(copies, 1);
+    EXPECT_EQ(p.ch[1]->offered_copies(), 1u);
+    // Withdrawn: a message that lands there now is an error, not a read of freed memory.
+    p.ch[1]->withdraw_landing();
+    EXPECT_EQ(p.ch[1]->offered().bytes, 0u);
+    const auto msg = pattern(big, ++seed);
+    ASSERT_EQ(p.send(0, msg.data(), big, Reader::Gpu), Poll::Done);
+    const auto until_failed = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (!p.ch[1]->failed() && std::chrono::steady_clock::now() < until_failed) {
+        EXPECT_EQ(p.ch[1]->try_receive(0, big, Reader::Gpu), nullptr);
+        p.context->progress();
+    }
+    EXPECT_TRUE(p.ch[1]->failed());
+    EXPECT_NE(std::string(p.ch[1]->error()).find("withdrawn"), std::string::npos) << p.ch[1]->error();
+    while (p.ch[0]->sends_pending()) p.context->progress();
+    // Rank 1's channel failed and rank 0's last message is never consumed: no drain.
+    p.ch[1].reset();
+    p.ch[0].reset();
 }
