@@ -130,6 +130,12 @@ fake-cuda: [1-9][0-9]* GPUDirect RDMA flushes'
         step "2x2, node 0 alternates host and GPU buffers: its CPU reads arrivals landed in its GPU memory" --np 4 \
         --logical-nodes 2 --algorithm hier --chunk-size 16384 --limit 240 --host-ranks 0,1 --alternate --verbose 2 \
         --max-bytes 1048576
+    # A peer gone mid-call while arrivals land in GPU memory: the others fail within the
+    # timeout and still withdraw and free what they offered (the leak report says so).
+    GPURDMA_FAKE_CUDA_HOST_MEMORY=1 want="arrivals land in GPU memory" \
+        step "2x2, arrivals in GPU memory, rank 3 stops mid-call: errors within the 5 s timeout" --np 4 \
+        --logical-nodes 2 --algorithm hier --verbose 1 --chunk-size 16384 --max-bytes 4194304 --timeout 5 \
+        --stop-rank 3 --limit 120
     GPURDMA_FAKE_CUDA_HOST_MEMORY=1 want="rail stage reduces on the device, sends straight from GPU memory" \
         step "3+1+2, rail on the GPU, sends straight from GPU memory (auto)" --np 6 --logical-nodes 3,1,2 \
         "${direct[@]}" --max-bytes 4194304
