@@ -130,6 +130,7 @@ bool SlotChannels::drain(double timeout_s)
 {
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
     for (;;) {
+        poll_sends();  // a flag waiting for its flush holds back the peer's credit
         bool all = true;
         for (size_t i = 0; i < links_.size(); ++i)
             if (load(layout_.credit_offset(static_cast<int>(i))) != links_[i].sent) all = false;
