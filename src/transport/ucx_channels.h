@@ -9,8 +9,9 @@
 // A peer's message for a GPU reader that is put rather than sent then goes there
 // (GPUDirect RDMA into GPU memory); the flag still lands in host memory. The data
 // and the flag may then take different lanes, which UCX before 1.14 does not order
-// across (its worker fence is per lane: seen here, cma for the data, shared memory
-// for the flag, the flag first), so there the flag waits for a flush of the endpoint.
+// across (its worker fence is per lane: seen here between two processes, the data by
+// UCX's emulated put over active messages, the flag by shared memory, the flag
+// first), so there the flag waits for a flush of the endpoint.
 #pragma once
 
 #include <atomic>
