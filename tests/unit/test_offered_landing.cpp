@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "setup/wire.h"
 #include "support/fork_ranks.h"
 #include "transport/ucx_channels.h"
 #include "transport/ucx_context.h"
@@ -44,44 +45,26 @@ char pattern(size_t i, int message)
     return static_cast<char>(i * 131 + static_cast<size_t>(message) * 7 + (i >> 9));
 }
 
-bool put_string(std::vector<char> *rec, size_t *at, const std::string &s)
-{
-    const uint32_t n = static_cast<uint32_t>(s.size());
-    if (*at + sizeof n + n > rec->size()) return false;
-    std::memcpy(rec->data() + *at, &n, sizeof n);
-    std::memcpy(rec->data() + *at + sizeof n, s.data(), n);
-    *at += sizeof n + n;
-    return true;
-}
-
-std::string get_string(const char *rec, size_t *at)
-{
-    uint32_t n = 0;
-    std::memcpy(&n, rec + *at, sizeof n);
-    std::string s(rec + *at + sizeof n, n);
-    *at += sizeof n + n;
-    return s;
-}
-
-// Both ranks' UcxPeerInfo through the bootstrap.
+// Both ranks' UcxPeerInfo through the bootstrap, as setup/wire.h records, padded to kRecord.
 bool exchange(const transport::UcxPeerInfo &mine, gpurdma_bootstrap_t boot, std::vector<transport::UcxPeerInfo> *all)
 {
-    std::vector<char> rec(kRecord, 0);
-    size_t at = 0;
-    if (!put_string(&rec, &at, mine.worker_address) || !put_string(&rec, &at, mine.region_key) || at + 16 > rec.size())
-        return false;
-    std::memcpy(rec.data() + at, &mine.region_base, 8);
-    std::memcpy(rec.data() + at + 8, &mine.channel_id, 8);
-    std::vector<char> both(2 * kRecord);
+    gpurdma::wire::Writer w;
+    w.str(mine.worker_address);
+    w.str(mine.region_key);
+    w.u64(mine.region_base);
+    w.u64(mine.channel_id);
+    std::string rec = w.take();
+    if (rec.size() > kRecord) return false;
+    rec.resize(kRecord, '\0');
+    std::string both(2 * kRecord, '\0');
     if (boot.allgather(rec.data(), both.data(), kRecord, boot.arg) != 0) return false;
     for (int r = 0; r < 2; ++r) {
-        const char *p = both.data() + r * kRecord;
-        size_t off = 0;
+        const std::string one = both.substr(static_cast<size_t>(r) * kRecord, kRecord);
+        gpurdma::wire::Reader in(one);
         transport::UcxPeerInfo info;
-        info.worker_address = get_string(p, &off);
-        info.region_key = get_string(p, &off);
-        std::memcpy(&info.region_base, p + off, 8);
-        std::memcpy(&info.channel_id, p + off + 8, 8);
+        if (!in.str(&info.worker_address) || !in.str(&info.region_key) || !in.u64(&info.region_base) ||
+            !in.u64(&info.channel_id))
+            return false;
         all->push_back(info);
     }
     return true;
