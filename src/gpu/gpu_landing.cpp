@@ -7,15 +7,10 @@ namespace gpurdma::gpu {
 Status GpuLanding::create(CUcontext ctx, transport::UcxChannels &channels, bool register_as_host,
                           std::unique_ptr<GpuLanding> *out)
 {
-    const auto &d = CudaDriver::instance();
-    if (!d.api().mem_alloc || !d.api().mem_free) return Status::unsupported("the CUDA driver lacks cuMemAlloc");
-    std::unique_ptr<GpuLanding> landing(new GpuLanding(ctx, channels));
-    {
-        ContextScope scope(ctx);
-        const int rc = d.api().mem_alloc(&landing->memory_, channels.offered_bytes());
-        if (rc != 0) return d.failure("cuMemAlloc", rc);
-    }
-    void *base = reinterpret_cast<void *>(static_cast<uintptr_t>(landing->memory_));
+    std::unique_ptr<GpuLanding> landing(new GpuLanding(channels));
+    const Status allocated = DeviceMemory::create(ctx, channels.offered_bytes(), &landing->memory_);
+    if (!allocated.is_ok()) return allocated;
+    void *base = landing->memory_->data();
     auto to_host = [ctx](void *dst, const void *src, size_t bytes, std::string *why) {
         const Status st = CudaDriver::instance().copy(dst, src, bytes, ctx);
         if (!st.is_ok()) *why = st.message();
@@ -34,10 +29,8 @@ Status GpuLanding::create(CUcontext ctx, transport::UcxChannels &channels, bool 
 
 GpuLanding::~GpuLanding()
 {
+    // Withdrawn before memory_ goes: no arrival lands there after.
     if (offered_) channels_.withdraw_landing();
-    if (!memory_) return;
-    ContextScope scope(ctx_);
-    CudaDriver::instance().api().mem_free(memory_);
 }
 
 }  // namespace gpurdma::gpu

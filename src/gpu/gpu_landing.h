@@ -11,6 +11,7 @@
 #include "base/noncopyable.h"
 #include "base/status.h"
 #include "gpu/cuda_driver.h"
+#include "gpu/device_memory.h"
 #include "transport/transport.h"
 #include "transport/ucx_channels.h"
 
@@ -26,11 +27,10 @@ public:
     transport::MemoryRange range() const { return channels_.offered(); }
 
 private:
-    GpuLanding(CUcontext ctx, transport::UcxChannels &channels) : ctx_(ctx), channels_(channels) {}
+    explicit GpuLanding(transport::UcxChannels &channels) : channels_(channels) {}
 
-    CUcontext ctx_;
     transport::UcxChannels &channels_;
-    CUdeviceptr memory_ = 0;
+    std::unique_ptr<DeviceMemory> memory_;
     bool offered_ = false;
 };
 
