@@ -17,10 +17,12 @@
 #                                       on the one GPU (np 2 and 4): the same checks,
 #                                       bus bandwidth, and rank 0's per-stage times
 #                                       (node RS+D2H, inter-node, H2D, node AG), with
-#                                       the rail stage reducing on the host (auto's
-#                                       choice without GPUDirect RDMA), then on the GPU
-#                                       (coll_gpurdma_rail_reduce device, np 4): the
-#                                       two modes side by side;
+#                                       the rail stage where auto puts it (verbose 1
+#                                       prints its estimate of both modes from this
+#                                       GPU's copy rates and step cost), then on the
+#                                       GPU and on the host (coll_gpurdma_rail_reduce
+#                                       device, host; np 4): the estimate beside the
+#                                       two modes' times;
 #                                       then tests/mpi/device_check under mpirun
 #                                       at 2 logical nodes (np 4), with the Open MPI
 #                                       4.x of the build that the bundle carries
@@ -155,6 +157,9 @@ case "$mode" in
     echo "== the same, np 4, the rail on the GPU (coll_gpurdma_rail_reduce device: arrivals reduced by the kernel)"
     hierarchical "hierarchical device path, rail on the GPU" 60 --np 4 --rail-reduce device --max-bytes $((16 << 20)) \
         --limit 40
+    echo "== the same, np 4, the rail on the host (coll_gpurdma_rail_reduce host: chunks staged, the CPU reducing)"
+    hierarchical "hierarchical device path, rail on the host" 40 --np 4 --rail-reduce host --max-bytes $((16 << 20)) \
+        --limit 25
     echo "== GPU buffers under mpirun: device_check at 2 logical nodes on GPU 0 (np 4: 2+2), every op x type"
     want=$(cat "$dir/OMPI_VERSION" 2>/dev/null || true)
     have=$(mpirun --version 2>/dev/null | head -n 1 || true)

@@ -168,8 +168,10 @@ const gpurdma_param_info_t kTable[] = {
          "device), and arrivals may land in GPU memory (coll_gpurdma_gdr_recv). Verbose 1 prints the verdict"),
     choice("rail_reduce", FIELD(rail_reduce), "auto", rail_reduce_name, kLocal, 6,
            "GPU buffers across nodes: where the rail stage (the allreduce of each slice between nodes) reduces "
-           "what arrives. auto: the GPU where sends can go straight from GPU memory (GPUDirect RDMA), else the "
-           "host; host: each slice is copied once to page-locked host memory, reduced there by the CPU and "
+           "what arrives. auto: the mode estimated faster for a full slice (coll_gpurdma_chunk_size bytes) from the "
+           "rail schedule's own work, this GPU's copy rates and step cost (timed at set-up) and the cost "
+           "model's network and CPU reduction rates; host: each slice is copied once to page-locked host memory, "
+           "reduced there by the CPU and "
            "copied back; device: the GPU reduces each arrival straight out of its (host) landing slot, in place "
            "in the receive buffer, and sends are staged to page-locked memory unless GPUDirect RDMA allows "
            "them straight from GPU memory. Each rank decides for itself (the messages are the same); verbose 1 "

@@ -144,6 +144,11 @@ void DeviceHierarchical::choose_rail(const GdrDecision &gdr)
         gdr.eligible  ? "GPUDirect RDMA: " + gdr.reason
         : host_memory ? "the stand-in driver's device memory is host memory; GPUDirect RDMA not eligible: " + gdr.reason
                       : "GPUDirect RDMA not eligible: " + gdr.reason;
+    // Timed only where a call may take the rail (no algorithm forced flat).
+    const plan::Algorithm forced = host_.plan().algorithm;
+    if (in.requested != "host" && in.requested != "device" &&
+        (forced == plan::Algorithm::Auto || forced == plan::Algorithm::Hierarchical))
+        in.cost = estimate_rail(in.direct_sends, gdr.eligible);
     rail_mode_ = choose_rail_mode(in);
     if (rail_mode_.reduce != RailReduce::Device) return;
     RailWorkSetup w;
@@ -164,6 +169,33 @@ void DeviceHierarchical::choose_rail(const GdrDecision &gdr)
     rail_work_.reset();
     rail_mode_ = RailMode{RailReduce::Host, false,
                           rail_mode_.reason + "; but the GPU cannot reduce here (" + st.message() + "): the host does"};
+}
+
+// auto's estimate for a full unit (a slice of chunk_size bytes) of the first slice this
+// rank owns: the rail's own schedule counted, this node's copies and GPU step timed
+// now, the CPU's reduction rate and the network's from the host cost model. None (auto
+// then falls back to its rule) where the timing fails; verbose 1 says why.
+std::optional<RailCost> DeviceHierarchical::estimate_rail(bool direct_sends, bool gdr_eligible)
+{
+    const topo::Topology &t = host_.topology();
+    const plan::PlanParams &plan = host_.plan();
+    const int node = t.node_of[static_cast<size_t>(setup_.rank)];
+    plan::Schedule rail;
+    for (int slice = 0; slice < t.max_ppn() && rail.steps.empty(); ++slice)
+        if (plan::slice_owner(t, node, slice) == setup_.rank)
+            rail = plan::build_rail_allreduce(t, setup_.rank, slice, slot_bytes() / sizeof(float), sizeof(float), plan);
+    if (rail.steps.empty()) return std::nullopt;
+    CopyRates rates;
+    const double timeout = setup_.config ? setup_.config->timeout_s : 30.0;
+    const Status st = measure_copy_rates(team_->context(), slot_bytes(), timeout, &rates);
+    if (!st.is_ok()) {
+        estimate_why_ = "timing this GPU's copies failed: " + st.message();
+        return std::nullopt;
+    }
+    const RailRates r{rates.d2h_gbps, rates.h2d_gbps, rates.step_us, plan.model.reduce_gbps};
+    // Large arrivals land in GPU memory where GPUDirect RDMA is eligible and allowed.
+    const bool arrivals_in_gpu = gdr_eligible && (!setup_.config || setup_.config->gdr_recv != 0);
+    return estimate_rail_cost(count_rail_work(rail, plan.model.net), r, direct_sends, arrivals_in_gpu);
 }
 
 // Where the GPU reduces, arrivals may land in its memory (gpu/gdr_landing.h); if the
@@ -216,6 +248,9 @@ void DeviceHierarchical::log_mode(const GdrDecision &gdr) const
     // Each rank decides where its rail reduces (the wire is the same): each says so.
     log->log(1, "%s: rank %d: device buffers across nodes: rail stage reduces on the %s (%s)", setup_.name.c_str(),
              setup_.rank, rail_mode_name(rail_mode_).c_str(), rail_mode_.reason.c_str());
+    if (!estimate_why_.empty())
+        log->log(1, "%s: rank %d: device buffers across nodes: no estimate for auto: %s", setup_.name.c_str(),
+                 setup_.rank, estimate_why_.c_str());
     if (on_gpu())
         log->log(1, "%s: rank %d: device buffers across nodes: %s", setup_.name.c_str(), setup_.rank,
                  landing_reason_.c_str());

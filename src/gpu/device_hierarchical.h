@@ -50,12 +50,14 @@
 #include "base/status.h"
 #include "exec/executor.h"
 #include "gpu/copy_fence.h"
+#include "gpu/copy_rates.h"
 #include "gpu/device_rail_work.h"
 #include "gpu/device_team.h"
 #include "gpu/gdr_decision.h"
 #include "gpu/gdr_landing.h"
 #include "gpu/gpu_landing.h"
 #include "gpu/pinned_buffer.h"
+#include "gpu/rail_cost.h"
 #include "gpu/rail_mode.h"
 #include "plan/rail.h"
 
@@ -109,6 +111,7 @@ private:
     Status set_up(const PointerInfo &first_buffer);
     // Where this rank's rail reduces, and the GPU's rail work if there.
     void choose_rail(const GdrDecision &gdr);
+    std::optional<RailCost> estimate_rail(bool direct_sends, bool gdr_eligible);
     void offer_gpu_landing(const GdrDecision &gdr);
     void log_mode(const GdrDecision &gdr) const;
     bool on_gpu() const { return rail_work_ != nullptr; }
@@ -141,6 +144,7 @@ private:
     std::unique_ptr<DeviceRailWork> rail_work_;  // the rail's local work where the GPU reduces
     std::unique_ptr<GpuLanding> gpu_landing_;  // GPU memory offered for arrivals, if any
     std::string landing_reason_;  // where arrivals land, and why
+    std::string estimate_why_;  // why auto had no estimate ("" when it had one, or was not asked)
     std::vector<Chunk> chunks_;
     std::string pinned_why_;  // "" when the chunk buffers are page-locked
     std::map<std::tuple<int, size_t, size_t>, plan::Schedule> rails_;  // (slice, count, elem)

@@ -17,13 +17,21 @@ RailMode choose_rail_mode(const RailModeInputs &in)
         m.reason = "coll_gpurdma_rail_reduce device; " + sends;
         return m;
     }
+    if (in.cost) {
+        const bool device = in.cost->device_us < in.cost->host_us;
+        m.reduce = device ? RailReduce::Device : RailReduce::Host;
+        m.direct_sends = device && in.direct_sends;
+        m.reason = std::string("auto: ") + (device ? "the GPU" : "the host") + " is estimated faster, " +
+                   in.cost->detail + "; " + sends;
+        return m;
+    }
     if (in.direct_sends) {
         m.reduce = RailReduce::Device;
         m.direct_sends = true;
-        m.reason = "auto: " + sends;
+        m.reason = "auto, no estimate: " + sends;
         return m;
     }
-    m.reason = "auto: " + sends +
+    m.reason = "auto, no estimate: " + sends +
                ": one copy each way per slice rather than one per message (coll_gpurdma_rail_reduce device "
                "reduces on the GPU anyway)";
     return m;

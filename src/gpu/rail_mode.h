@@ -11,13 +11,17 @@
 //           the network can read it (GPUDirect RDMA), else from a copy staged to
 //           page-locked memory (a PCIe crossing per message, a kernel launch and an
 //           event per step).
-// auto takes device where sends can go straight from GPU memory (the whole slice then
-// crosses PCIe once each way, as arrivals and sends, with no CPU pass), else host: a
-// copy per send and a launch per step against two copies per slice is a trade that
-// needs a GPU node's numbers (contrib/gpu-check.sh measures both).
+// auto takes the mode whose estimated time per unit is lower (gpu/rail_cost.h: one
+// unit's rail schedule counted, this node's copy rates and GPU step cost measured at
+// set-up, the CPU's reduction rate from the cost model). Without an estimate (the
+// measurement failed) it takes device where sends can go straight from GPU memory,
+// else host.
 #pragma once
 
+#include <optional>
 #include <string>
+
+#include "gpu/rail_cost.h"
 
 namespace gpurdma::gpu {
 
@@ -27,6 +31,7 @@ struct RailModeInputs {
     std::string requested = "auto";  // coll_gpurdma_rail_reduce: auto, host or device (anything else: auto)
     bool direct_sends = false;  // the network may read this GPU's memory
     std::string direct_why;  // why (not): the GPUDirect RDMA verdict
+    std::optional<RailCost> cost;  // auto's estimate of each mode, if there is one
 };
 
 struct RailMode {

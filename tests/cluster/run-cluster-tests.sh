@@ -258,7 +258,8 @@ device_steps() {
         "${device_x[@]}"
     if [ ${#device_x[@]} -gt 0 ]; then
         WANT="sends straight from GPU memory" checked "GPU buffers 2 hosts x 2 ranks, rail on the GPU, sends straight" \
-            2 120 device_check "${args[@]}" -- --host node0:2,node1:2 "${device_x[@]}" -x GPURDMA_FAKE_CUDA_HOST_MEMORY=1
+            2 120 device_check "${args[@]}" -- --host node0:2,node1:2 --mca coll_gpurdma_rail_reduce device \
+            "${device_x[@]}" -x GPURDMA_FAKE_CUDA_HOST_MEMORY=1
     fi
 }
 device_steps

@@ -113,31 +113,33 @@ want="rail stage reduces on the device" \
 if [ -n "${GPURDMA_FAKE_CUDA_LEAKS:-}" ]; then
     # Sends straight from GPU memory, as GPUDirect RDMA would: UCX reads the stand-in's
     # "device memory" (host memory) itself, so a send that left before the kernel that
-    # wrote its bytes had finished would carry stale data. auto takes this mode.
-    direct=(--algorithm hier --verbose 1 --chunk-size 16384 --expect-device --limit 240)
+    # wrote its bytes had finished would carry stale data.
+    direct=(--algorithm hier --rail-reduce device --verbose 1 --chunk-size 16384 --expect-device --limit 240)
     # Arrivals then land in the stand-in's "device memory" too (offered to the rail
     # peers, registered with UCX as host memory), flushed before the GPU reads them.
     landed='so far [1-9][0-9]* arrivals landed in GPU memory
 fake-cuda: [1-9][0-9]* GPUDirect RDMA flushes'
     GPURDMA_FAKE_CUDA_HOST_MEMORY=1 want="rail stage reduces on the device, sends straight from GPU memory" \
         wants="$landed" \
-        step "2x2, rail on the GPU, sends straight from GPU memory, arrivals land in GPU memory (auto)" --np 4 \
+        step "2x2, rail on the GPU, sends straight from GPU memory, arrivals land in GPU memory" --np 4 \
         --logical-nodes 2 "${direct[@]}" --verbose 2 --max-bytes 4194304
     # Node 0's ranks pass host buffers in every other call: their CPU reads what node
     # 1's GPUs put into node 0's GPU memory (a host copy of each such arrival).
     GPURDMA_FAKE_CUDA_HOST_MEMORY=1 want="arrivals land in GPU memory" \
         wants='[1-9][0-9]* copied for the CPU' \
         step "2x2, node 0 alternates host and GPU buffers: its CPU reads arrivals landed in its GPU memory" --np 4 \
-        --logical-nodes 2 --algorithm hier --chunk-size 16384 --limit 240 --host-ranks 0,1 --alternate --verbose 2 \
+        --logical-nodes 2 --algorithm hier --rail-reduce device --chunk-size 16384 --limit 240 --host-ranks 0,1 \
+        --alternate --verbose 2 \
         --max-bytes 1048576
     # A peer gone mid-call while arrivals land in GPU memory: the others fail within the
     # timeout and still withdraw and free what they offered (the leak report says so).
     GPURDMA_FAKE_CUDA_HOST_MEMORY=1 want="arrivals land in GPU memory" \
         step "2x2, arrivals in GPU memory, rank 3 stops mid-call: errors within the 5 s timeout" --np 4 \
-        --logical-nodes 2 --algorithm hier --verbose 1 --chunk-size 16384 --max-bytes 4194304 --timeout 5 \
+        --logical-nodes 2 --algorithm hier --rail-reduce device --verbose 1 --chunk-size 16384 --max-bytes 4194304 \
+        --timeout 5 \
         --stop-rank 3 --limit 120
     GPURDMA_FAKE_CUDA_HOST_MEMORY=1 want="rail stage reduces on the device, sends straight from GPU memory" \
-        step "3+1+2, rail on the GPU, sends straight from GPU memory (auto)" --np 6 --logical-nodes 3,1,2 \
+        step "3+1+2, rail on the GPU, sends straight from GPU memory" --np 6 --logical-nodes 3,1,2 \
         "${direct[@]}" --max-bytes 4194304
     GPURDMA_FAKE_CUDA_JITTER_US=500 GPURDMA_FAKE_CUDA_SEED=$seed want="rail stage reduces on the device" \
         step "3+1+2, rail on the GPU, sends staged, copies and kernels delayed 0..500 us (GPURDMA_FAKE_CUDA_SEED=$seed)" \
@@ -145,7 +147,20 @@ fake-cuda: [1-9][0-9]* GPUDirect RDMA flushes'
     GPURDMA_FAKE_CUDA_HOST_MEMORY=1 GPURDMA_FAKE_CUDA_JITTER_US=500 GPURDMA_FAKE_CUDA_SEED=$seed \
         want="sends straight from GPU memory" \
         step "2x2, rail on the GPU, sends straight from GPU memory, delayed 0..500 us (GPURDMA_FAKE_CUDA_SEED=$seed)" \
-        --np 4 --logical-nodes 2 --verbose 1 "${jittered[@]}"
+        --np 4 --logical-nodes 2 --rail-reduce device --verbose 1 "${jittered[@]}"
+    # auto weighs both modes per 256 KiB slice with this node's copy rates and GPU step
+    # cost, timed at set-up (gpu/rail_cost.h). The stand-in's copies are instant and its
+    # steps (a thread's hand-off) slow: the host. Copies at 0.1 GB/s out and 0.2 GB/s in
+    # (as the set-up's timing must find them) and sends straight from its "device
+    # memory": two slow copies per slice against the GPU reading each arrival once, so
+    # the GPU.
+    want="auto: the host is estimated faster" \
+        step "2x2, auto weighs the modes: the stand-in's slow GPU steps, the host" --np 4 --logical-nodes 2 \
+        --algorithm hier --verbose 1 --max-bytes 1048576 --expect-device --limit 120
+    GPURDMA_FAKE_CUDA_HOST_MEMORY=1 GPURDMA_FAKE_CUDA_D2H_GBPS=0.1 GPURDMA_FAKE_CUDA_H2D_GBPS=0.2 \
+        want="auto: the GPU is estimated faster" wants='copies 0\.1 GB/s out, 0\.2 GB/s in' \
+        step "2x2, auto weighs the modes: slow copies and sends straight, the GPU" --np 4 --logical-nodes 2 \
+        --algorithm hier --verbose 1 --max-bytes 1048576 --expect-device --limit 120
 fi
 want="rail stage reduces on the device" \
     step "3+1+2, rail on the GPU, rank 4 stops mid-call: errors within the 5 s timeout" --np 6 --logical-nodes 3,1,2 \

@@ -248,7 +248,7 @@ else
                 "device buffers 2x2 logical nodes, rail on the GPU, sends straight, arrivals in GPU memory" used 120 \
                 -- -np 4 \
                 "${dev_on[@]}" -x GPURDMA_FAKE_CUDA_HOST_MEMORY=1 --mca coll_gpurdma_logical_nodes 2 \
-                "$bin/device_check" --max-bytes 262144 --expect-device
+                --mca coll_gpurdma_rail_reduce device "$bin/device_check" --max-bytes 262144 --expect-device
         fi
         # One node: every size on the device path (device_stage_max 0), then the default:
         # up to 32 KiB staged through page-locked host memory, the device path above.
