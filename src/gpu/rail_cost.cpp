@@ -26,7 +26,7 @@ std::string fixed(double v)
 std::string rate(double gbps)
 {
     char text[32];
-    std::snprintf(text, sizeof text, "%.3g", gbps);
+    std::snprintf(text, sizeof text, gbps >= 100 ? "%.0f" : "%.3g", gbps);
     return text;
 }
 
