@@ -9,7 +9,9 @@
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 build=${GPURDMA_ASAN_BUILD:-$top/build-asan}
-GPURDMA_BUILD=$build bash "$top/contrib/setup.sh" --enable-sanitizers --without-cuda
+# -O1, as ASan's documentation advises: measured on 2 cores, the core then the unit tests
+# built in 125 s + 175 s, against 205 s (configure included) + 252 s at the default -O2.
+GPURDMA_BUILD=$build bash "$top/contrib/setup.sh" --enable-sanitizers --without-cuda CFLAGS="-g -O1" CXXFLAGS="-g -O1"
 make -C "$build" -j"$(nproc)" tests/mpi/allreduce_check tests/mpi/lifecycle_check tests/mpi/fallback_check \
     tests/mpi/stuck_peer_check tests/mpi/load_check tests/mpi/nonblocking_check tests/mpi/thread_stress_check >/dev/null
 # The unit tests under the sanitizers (GoogleTest; absent when configure found no gtest).
