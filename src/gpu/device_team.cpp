@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <exception>
 
+#include "gpu/device_memory.h"
 #include "gpu/gdr_check.h"
 #include "reduce/reduce_device.h"
 #include "setup/agreement.h"
@@ -270,15 +271,10 @@ GdrDecision DeviceTeam::gdr_decision() const
     transport::UcpMemoryApi memory(ucx ? ucx->context() : nullptr);
     const CUcontext ctx = ctx_;
     auto with_range = [ctx](size_t length, const std::function<Status(void *)> &use) {
-        const auto &d = CudaDriver::instance();
-        if (!d.api().mem_alloc || !d.api().mem_free) return Status::unsupported("CUDA driver lacks cuMemAlloc");
-        ContextScope scope(ctx);
-        CUdeviceptr ptr = 0;
-        const int rc = d.api().mem_alloc(&ptr, length);
-        if (rc != 0) return d.failure("cuMemAlloc", rc);
-        const Status st = use(reinterpret_cast<void *>(static_cast<uintptr_t>(ptr)));
-        d.api().mem_free(ptr);
-        return st;
+        std::unique_ptr<DeviceMemory> range;
+        const Status allocated = DeviceMemory::create(ctx, length, &range);
+        if (!allocated.is_ok()) return allocated;
+        return use(range->data());  // whatever `use` registered is gone before the memory
     };
     return check_gdr(ucx ? &memory : nullptr, ucx_why, in, with_range);
 }
