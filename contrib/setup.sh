@@ -2,13 +2,16 @@
 # Installs what gpurdma needs on Debian 12 (Open MPI 4.1) or Debian 13 (Open MPI 5.0),
 # only what is missing, then builds it.
 # Usage: contrib/setup.sh [configure options...]
+#   GPURDMA_SETUP_PLOT=1   also python3-matplotlib, for the benchmark's plot (quickstart.sh
+#                          sets it; the tests do not need it, and it is 44 packages, 45 s)
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
 
 packages=(build-essential autoconf automake libtool pkg-config openmpi-bin libopenmpi-dev
-          libucx-dev libhwloc-dev libgtest-dev iproute2 python3 python3-matplotlib python3-numpy python3-mpi4py procps
+          libucx-dev libhwloc-dev libgtest-dev iproute2 python3 python3-numpy python3-mpi4py procps
           util-linux gfortran hpcc xz-utils)
+if [ "${GPURDMA_SETUP_PLOT:-0}" = 1 ]; then packages+=(python3-matplotlib); fi
 # The tree is formatted with Debian 12's clang-format (14); other releases format
 # differently, so contrib/check-format.sh runs there only.
 if [ "$(. /etc/os-release && echo "$VERSION_ID")" = 12 ]; then packages+=(clang-format); fi
