@@ -22,9 +22,8 @@ bool in_place(const algo::Call &call)
 bool touches_device_memory(const algo::Call &call)
 {
     const auto &cuda = CudaDriver::instance();
+    if (!cuda.available()) return false;  // buffer_info then never runs: no thread-local to touch
     BufferQuery &q = t_last_query;
-    q.valid = false;
-    if (!cuda.available()) return false;
     q.send = call.sendbuf;
     q.recv = call.recvbuf;
     q.rinfo = cuda.query(call.recvbuf);
