@@ -11,6 +11,7 @@
 #include <string>
 
 #include "base/status.h"
+#include "exec/progress.h"
 #include "exec/task.h"
 #include "gpurdma/gpurdma.h"
 
@@ -44,6 +45,10 @@ public:
         (void)call;
         return Status::ok();
     }
+    // Drives the started call to its end under `loop` (a blocking call with nothing
+    // queued). An algorithm of a final class overrides it with loop.run_as(*this), so
+    // that the loop calls its advance() directly: the small-message path.
+    virtual Status run(const exec::ProgressLoop &loop) { return loop.run(*this); }
     // After Done: the bookkeeping of the finished call (sequence numbers, counters).
     virtual void finish() {}
     // The per-algorithm counter a completed call adds to (gpurdma_comm_stats_t).

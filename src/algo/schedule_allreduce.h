@@ -17,7 +17,7 @@
 
 namespace gpurdma::algo {
 
-class ScheduleAllreduce : public Algorithm {
+class ScheduleAllreduce final : public Algorithm {
 public:
     explicit ScheduleAllreduce(HostTeam &team) : team_(team) {}
 
@@ -35,6 +35,7 @@ public:
     // calibration ping-pong.
     void start_schedule(const plan::Schedule &schedule, const Call &call);
 
+    Status run(const exec::ProgressLoop &loop) override { return loop.run_as(*this); }
     exec::State advance() override { return exec_->advance(); }
     uint64_t position() const override { return exec_->position(); }
     // "ring reduce-scatter (inter-node), waiting for data from rank 3 on host b"

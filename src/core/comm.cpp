@@ -363,12 +363,30 @@ State gpurdma_comm::advance_call(gpurdma_request &r)
         r.algorithm = nullptr;
         return begin_staged(r);
     }
+    finished(r);
+    return State::Done;
+}
+
+void gpurdma_comm::finished(gpurdma_request &r)
+{
     r.algorithm->finish();
     if (const auto counter = r.algorithm->counter()) tally(counter);  // none: a staged call on a single rank
     if (team_ && r.phase != Phase::Device)
         tally(&gpurdma_comm_stats_t::bytes_put, team_->bytes_sent() - stats.bytes_put);
     r.algorithm = nullptr;
-    return State::Done;
+}
+
+Status gpurdma_comm::run_now(gpurdma_request &r)
+{
+    const gpurdma::exec::ProgressLoop &loop = loop_for(r);
+    if (r.device) return loop.run(r);  // the agreement and the device paths: the request's phases
+    // Host buffers: begun here, then the algorithm runs under the loop itself, with no
+    // request in between (the latency path: a poll is the algorithm's own advance()).
+    const State begun = begin(r);
+    if (begun != State::Running) return loop.outcome(begun, r);
+    const Status st = r.algorithm->run(loop);
+    if (st.is_ok()) finished(r);
+    return st;
 }
 
 void gpurdma_comm::report(gpurdma_request &r, gpurdma_status_t status)
@@ -501,7 +519,7 @@ gpurdma_status_t gpurdma_comm::allreduce(const gpurdma::algo::Call &call)
     if (queue_.empty()) {
         // Nothing in flight: the call runs at once under its loop.
         r.phase = Phase::Started;
-        const Status st = loop_for(r).run(r);
+        const Status st = run_now(r);
         conclude(r, st.is_ok() ? State::Done : st.is_unsupported() ? State::Declined : State::Failed, st);
         return r.result;
     }

@@ -117,6 +117,10 @@ private:
     gpurdma::exec::State begin_staged(gpurdma_request &request);
     gpurdma::exec::State begin_host(gpurdma_request &request);
     gpurdma::exec::State failed(gpurdma_request &request, const gpurdma::Status &status);
+    // After the path's algorithm is Done: its bookkeeping and the counters.
+    void finished(gpurdma_request &request);
+    // A blocking call with nothing queued before it, to its end.
+    gpurdma::Status run_now(gpurdma_request &request);
     // The loop that drives this call: the host team's (its placement's wait policy, UCX
     // progress), or, without a team, the device path's.
     const gpurdma::exec::ProgressLoop &loop_for(const gpurdma_request &request);

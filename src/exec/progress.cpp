@@ -8,17 +8,6 @@
 
 namespace gpurdma::exec {
 
-namespace {
-
-inline void cpu_relax()
-{
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#endif
-}
-
-}  // namespace
-
 ProgressLoop::ProgressLoop(WaitPolicy policy, WaitSite site, std::function<unsigned()> poll_network)
     : policy_(policy), site_(std::move(site)), poll_network_(std::move(poll_network))
 {}
@@ -76,52 +65,6 @@ bool ProgressLoop::should_yield(const IdleClock &clock) const
 {
     return clock.still() &&
            (policy_.yield_when_idle || (policy_.spin_us >= 0 && clock.idle() > policy_.spin_us * 1e-6));
-}
-
-Status ProgressLoop::run(Task &task) const
-{
-    // The clock is read only once nothing has moved for a while: a small message
-    // completes without ever reading it.
-    std::chrono::steady_clock::time_point idle_since{};
-    bool idle_clock = false;
-    uint64_t last_pos = task.position();
-    unsigned idle = 0;
-    bool yielding = policy_.yield_when_idle;
-    const double spin_s = policy_.spin_us * 1e-6;
-    for (;;) {
-        const State st = task.advance();
-        if (st != State::Running) return outcome(st, task);
-        if (task.position() != last_pos) {
-            last_pos = task.position();
-            idle_clock = false;
-            idle = 0;
-            yielding = policy_.yield_when_idle;
-            continue;
-        }
-        if (poll_network_ && poll_network_() != 0) {
-            idle = 0;
-            continue;
-        }
-        // Nothing moved. While every local rank has a core of its own, spin: a yield
-        // would hand the core to any other runnable process for a whole time slice
-        // (milliseconds). With more local ranks than cores, yield at once so that the
-        // peer we wait for gets to run. A wait longer than the spin budget means the
-        // peer is not running either (other "nodes" or jobs share the cores): yield too.
-        ++idle;
-        if (policy_.outside_progress && idle % WaitPolicy::kOutsideEvery == 0) policy_.outside_progress();
-        if (yielding) std::this_thread::yield();
-        else if (idle > 64) cpu_relax();  // the first polls at full speed: the peer is usually close
-        if (idle % 16 != 1) continue;
-        const auto now = std::chrono::steady_clock::now();
-        if (!idle_clock) {
-            idle_since = now;
-            idle_clock = true;
-            continue;
-        }
-        const double idle_s = std::chrono::duration<double>(now - idle_since).count();
-        if (!yielding && spin_s >= 0 && idle_s > spin_s) yielding = true;
-        if (idle_s > policy_.timeout_s) return timed_out(task);
-    }
 }
 
 }  // namespace gpurdma::exec

@@ -4,8 +4,11 @@
 // the peer and this rank's host once nothing has moved for the timeout.
 #pragma once
 
+#include <chrono>
+#include <cstdint>
 #include <functional>
 #include <string>
+#include <thread>
 
 #include "base/status.h"
 #include "exec/task.h"
@@ -66,7 +69,11 @@ public:
 
     // Runs task until Done (ok), Declined (unsupported), Failed (GPURDMA_ERR_TRANSPORT,
     // "<name>: " + describe_failure()) or the timeout (GPURDMA_ERR_TIMEOUT).
-    Status run(Task &task) const;
+    Status run(Task &task) const { return run_as(task); }
+    // The same loop over a task of a concrete type: where T is final its advance() and
+    // position() are called directly, and inline where they can be (the latency path,
+    // whose wait is a few polls of one cache line).
+    template <class T> Status run_as(T &task) const;
 
     // One step of run() that never waits, for a call driven from outside: advances the
     // task once (polling the network if it did not move) and fails it once `clock` says
@@ -80,13 +87,70 @@ public:
     bool should_yield(const IdleClock &clock) const;
 
     const WaitPolicy &policy() const { return policy_; }
+    // What run() returns for a task that ended in `state` (not Running).
+    Status outcome(State state, const Task &task) const;
 
 private:
+    static constexpr unsigned kFastPolls = 64;
+    static void cpu_relax()
+    {
+#if defined(__x86_64__) || defined(__i386__)
+        __builtin_ia32_pause();
+#endif
+    }
     Status timed_out(const Task &task) const;
-    Status outcome(State state, const Task &task) const;
     WaitPolicy policy_;
     WaitSite site_;
     std::function<unsigned()> poll_network_;
 };
+
+template <class T> Status ProgressLoop::run_as(T &task) const
+{
+    // The clock is read only once nothing has moved for a while: a small message
+    // completes without ever reading it.
+    std::chrono::steady_clock::time_point idle_since{};
+    bool idle_clock = false;
+    uint64_t last_pos = task.position();
+    unsigned idle = 0;
+    bool yielding = policy_.yield_when_idle;
+    const double spin_s = policy_.spin_us * 1e-6;
+    for (;;) {
+        const State st = task.advance();
+        if (st != State::Running) return outcome(st, task);
+        if (task.position() != last_pos) {
+            last_pos = task.position();
+            idle_clock = false;
+            idle = 0;
+            yielding = policy_.yield_when_idle;
+            continue;
+        }
+        if (poll_network_ && poll_network_() != 0) {
+            idle = 0;
+            continue;
+        }
+        // Nothing moved. While every local rank has a core of its own, spin: a yield
+        // would hand the core to any other runnable process for a whole time slice
+        // (milliseconds). With more local ranks than cores, yield at once so that the
+        // peer we wait for gets to run. A wait longer than the spin budget means the
+        // peer is not running either (other "nodes" or jobs share the cores): yield too.
+        ++idle;
+        if (policy_.outside_progress && idle % WaitPolicy::kOutsideEvery == 0) policy_.outside_progress();
+        // The first polls at full speed and without the clock (a read costs as much as
+        // a few polls): the peer is usually close. Yielding, every poll counts.
+        if (yielding) std::this_thread::yield();
+        else if (idle > kFastPolls) cpu_relax();
+        else continue;
+        if (idle % 16 != 1) continue;
+        const auto now = std::chrono::steady_clock::now();
+        if (!idle_clock) {
+            idle_since = now;
+            idle_clock = true;
+            continue;
+        }
+        const double idle_s = std::chrono::duration<double>(now - idle_since).count();
+        if (!yielding && spin_s >= 0 && idle_s > spin_s) yielding = true;
+        if (idle_s > policy_.timeout_s) return timed_out(task);
+    }
+}
 
 }  // namespace gpurdma::exec
