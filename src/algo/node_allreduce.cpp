@@ -31,15 +31,23 @@ NodeCall::NodeCall(const NodeArena &arena, int me, uint64_t first_block, gpurdma
       send_(static_cast<const char *>(sendbuf ? sendbuf : recvbuf)),
       recv_(static_cast<char *>(recvbuf)),
       count_(count),
-      per_block_(std::max<size_t>(1, arena.layout().block / reduce::dtype_size(dtype))),
-      blocks_((count + per_block_ - 1) / per_block_),
-      direct_(count * reduce::dtype_size(dtype) <= direct_max),
-      mail_(direct_ && blocks_ == 1 && count * reduce::dtype_size(dtype) <= NodeArenaLayout::kMailBytes),
+      // A message within one block (every small one) needs no division.
+      per_block_(count * elem_ <= arena.layout().block ? std::max<size_t>(1, count)
+                                                       : std::max<size_t>(1, arena.layout().block / elem_)),
+      blocks_(count <= per_block_ ? (count > 0 ? 1 : 0) : (count + per_block_ - 1) / per_block_),
+      direct_(count * elem_ <= direct_max),
+      mail_lines_(
+          static_cast<int>((count * elem_ + NodeArenaLayout::kMailLineBytes - 1) / NodeArenaLayout::kMailLineBytes)),
+      // A message over several lines is folded line by line: its elements must not straddle one.
+      mail_(direct_ && blocks_ == 1 && count * elem_ <= NodeArenaLayout::kMailBytes &&
+            (mail_lines_ == 1 || NodeArenaLayout::kMailLineBytes % elem_ == 0)),
       consumed_seen_(consumed_seen)
 {
     // The direct form reads my own operand from my buffer rather than the copy I
     // posted: the peers read that copy now, and with two ranks 4 KiB-1 MiB took 10-25%
-    // less time this way (1 MiB: 96-123 against 80-93 us). Not in place with more than
+    // less time this way (1 MiB: 96-123 against 80-93 us). For a mailed message the
+    // copy was just stored into lines a peer held: reading it back waits until this core
+    // owns them again (about 150 cycles of an 8-byte call here). Not in place with more than
     // two ranks (fold writes dst before it reads source(me) there), nor when the
     // buffers overlap without being the same (erroneous in MPI; the arena copy keeps
     // the result defined).
@@ -134,10 +142,15 @@ bool NodeCall::try_post()
     const char *src = send_ + block_offset(b);
     char *in = arena_.input(me_, slot_of(b));
     if (mail_) {
-        // Payload and flag in one cache line: a reader's one miss brings both.
+        // Payload and flag in each cache line: a reader's one miss on a line brings both.
         const int mailbox = mail_slot_of(b);
-        std::memcpy(arena_.mail(me_, mailbox), src, elems * elem_);
-        arena_.set_mail_seq(me_, mailbox, g + 1);
+        const size_t bytes = elems * elem_;
+        for (int l = 0; l < mail_lines_; ++l) {
+            const size_t off = static_cast<size_t>(l) * NodeArenaLayout::kMailLineBytes;
+            std::memcpy(arena_.mail(me_, mailbox, l), src + off,
+                        std::min(NodeArenaLayout::kMailLineBytes, bytes - off));
+            arena_.set_mail_seq(me_, mailbox, l, g + 1);
+        }
     } else if (direct_) {
         std::memcpy(in, src, elems * elem_);
     } else {
@@ -154,22 +167,37 @@ bool NodeCall::try_reduce()
     const uint64_t b = reduced_;
     if (b >= posted_) return false;
     const uint64_t g = first_ + b;
-    const int slot = slot_of(b);
+    // The poll a small call spins on: it reads the peers' lines and nothing else (the
+    // slot's modulo waits until they have posted).
     const int mailbox = mail_slot_of(b);
     if (mail_) {
+        // Every line read before any is tested: their misses overlap.
+        bool all = true;
         for (int j = 0; j < ranks_; ++j)
-            if (arena_.mail_seq(j, mailbox) != g + 1) return false;
+            for (int l = 0; l < mail_lines_; ++l) all &= j == me_ || arena_.mail_seq(j, mailbox, l) == g + 1;
+        if (!all) return false;
     } else if (lagging(NodeCounter::Posted, g + 1) >= 0) {
         return false;
     }
+    const int slot = slot_of(b);
     const size_t elems = block_elems(b);
     const size_t block_off = block_offset(b);
-    if (direct_) {
+    if (mail_) {
+        // Everyone reduces the whole message itself, line by line, from the mailboxes.
+        const size_t bytes = elems * elem_;
+        for (int l = 0; l < mail_lines_; ++l) {
+            const size_t off = static_cast<size_t>(l) * NodeArenaLayout::kMailLineBytes;
+            fold(recv_ + off, std::min(NodeArenaLayout::kMailLineBytes, bytes - off), [&](int j) -> const char * {
+                return j == me_ && own_from_buffer_ ? send_ + off : arena_.mail(j, mailbox, l);
+            });
+        }
+    } else if (direct_) {
         // Everyone reduces the whole (small) block itself: no second wait.
         fold(recv_ + block_off, elems * elem_, [&](int j) -> const char * {
-            if (mail_) return arena_.mail(j, mailbox);
             return j == me_ && own_from_buffer_ ? send_ + block_off : arena_.input(j, slot);
         });
+    }
+    if (direct_) {
         arena_.store(me_, NodeCounter::Reduced, g + 1);
         arena_.store(me_, NodeCounter::Consumed, g + 1);
         ++reduced_;
@@ -209,9 +237,9 @@ State NodeCall::advance()
 {
     for (;;) {
         // Oldest work first: finishing a block frees its slot for the next post.
-        bool moved = try_copy_out();
+        bool moved = try_post();
+        moved = try_copy_out() || moved;
         moved = try_reduce() || moved;
-        moved = try_post() || moved;
         if (copied_ == blocks_) return State::Done;
         if (!moved) return State::Running;
     }

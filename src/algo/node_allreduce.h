@@ -9,7 +9,7 @@
 // bits. Two waits per block whatever the rank count (a ring needs 2 (P-1)), and each
 // byte is copied about once in and once out, with reductions read from the arena.
 // Small messages take the direct form: every rank posts its whole block and reduces
-// all of it itself (one wait). Tiny ones travel in the mailbox line with their flag.
+// all of it itself (one wait). The smallest travel in mailbox lines, each line with its flag.
 #pragma once
 
 #include <cstddef>
@@ -45,6 +45,8 @@ public:
     // Grows whenever anything moved (for the caller's timeout).
     uint64_t position() const { return posted_ + reduced_ + copied_; }
     bool direct() const { return direct_; }
+    // The message travels in mailbox lines with their flags (the smallest calls).
+    bool mailed() const { return mail_; }
     // What the machine waits for, e.g. "to post its data for block 7", and that
     // peer's local index (or -1).
     std::string waiting_for(int *peer) const;
@@ -81,8 +83,9 @@ private:
     size_t per_block_;  // elements per full block
     uint64_t blocks_;
     bool direct_;
-    bool mail_;  // direct, one block, fits a mailbox line
-    bool own_from_buffer_;  // direct, not mail: my operand read from send_, not my posted copy
+    int mail_lines_;  // mailbox lines the message would take
+    bool mail_;  // direct, one block, fits a mailbox
+    bool own_from_buffer_;  // direct: my operand read from send_, not my posted copy
     uint64_t *consumed_seen_;
     // Local progress: blocks posted, reduced, copied out (each <= the previous).
     uint64_t posted_ = 0;
@@ -92,7 +95,7 @@ private:
 
 // The algorithm: the arena and what carries over from call to call (the block
 // sequence, the Consumed counters as last read).
-class NodeAllreduce : public Algorithm {
+class NodeAllreduce final : public Algorithm {
 public:
     // The arena for a node of `ranks`, `slots` blocks of `block` bytes each.
     static NodeArenaLayout layout(int ranks, int slots, size_t block);
@@ -108,6 +111,7 @@ public:
                   std::vector<std::string> hosts);
 
     Status start(const Call &call) override;
+    Status run(const exec::ProgressLoop &loop) override { return loop.run_as(*this); }
     exec::State advance() override { return call_->advance(); }
     uint64_t position() const override { return call_->position(); }
     std::string describe_wait() const override;

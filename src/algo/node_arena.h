@@ -1,8 +1,10 @@
 // The node allreduce's private layout of the node's shared segment:
-// per local rank one cache line of progress counters and kMailSlots mailbox lines (a
-// sequence number and a few bytes: a tiny message travels with its flag in one cache
-// line; many of them, so that a rank seldom has to read the others' counters to reuse
-// one), then per rank `slots` input blocks, then `slots` output blocks shared by all.
+// per local rank one cache line of progress counters and kMailSlots mailboxes of
+// kMailLines lines each (every line a sequence number and 48 bytes: a small message
+// travels with its flags, so that a reader's misses on its lines go out together rather
+// than one on a counter, then one on the data; many mailboxes, so that a rank seldom
+// has to read the others' counters to reuse one), then per rank `slots` input blocks,
+// then `slots` output blocks shared by all.
 // Only rank i writes its counters, mailboxes and inputs;
 // output block slices are written by their reducing rank. Counters only grow, so a
 // reader compares them with the block sequence number it needs.
@@ -27,18 +29,22 @@ struct NodeArenaLayout {
     static size_t round_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
     static constexpr size_t kLine = 64;
     static constexpr size_t kMailPayload = 16;  // payload offset in a mailbox line (16-byte aligned)
-    static constexpr size_t kMailBytes = kLine - kMailPayload;
+    static constexpr size_t kMailLineBytes = kLine - kMailPayload;  // payload per line
+    static constexpr int kMailLines = 4;  // lines per mailbox: up to 192 bytes (128 and 32 floats)
+    static constexpr size_t kMailBytes = kMailLineBytes * kMailLines;
     static constexpr int kMailSlots = 16;
 
-    size_t lines_per_rank() const { return 1 + static_cast<size_t>(kMailSlots); }
+    size_t lines_per_rank() const { return 1 + static_cast<size_t>(kMailSlots) * kMailLines; }
     size_t data_start() const { return round_up(static_cast<size_t>(ranks) * lines_per_rank() * kLine, 4096); }
     size_t counter_offset(int rank, NodeCounter c) const
     {
         return static_cast<size_t>(rank) * lines_per_rank() * kLine + static_cast<size_t>(c) * sizeof(uint64_t);
     }
-    size_t mailbox_offset(int rank, int slot) const
+    size_t mailbox_offset(int rank, int slot, int line) const
     {
-        return (static_cast<size_t>(rank) * lines_per_rank() + 1 + static_cast<size_t>(slot)) * kLine;
+        return (static_cast<size_t>(rank) * lines_per_rank() + 1 + static_cast<size_t>(slot) * kMailLines +
+                static_cast<size_t>(line)) *
+               kLine;
     }
     size_t input_offset(int rank, int slot) const
     {
@@ -64,20 +70,20 @@ public:
         __atomic_store_n(counter(rank, c), value, __ATOMIC_RELEASE);
     }
     char *input(int rank, int slot) const { return base_ + layout_.input_offset(rank, slot); }
-    // A mailbox: its sequence word (block + 1 once the payload is there) and payload.
-    uint64_t mail_seq(int rank, int slot) const
+    // A mailbox line: its sequence word (block + 1 once the line's payload is there) and payload.
+    uint64_t mail_seq(int rank, int slot, int line) const
     {
-        return __atomic_load_n(reinterpret_cast<uint64_t *>(base_ + layout_.mailbox_offset(rank, slot)),
+        return __atomic_load_n(reinterpret_cast<uint64_t *>(base_ + layout_.mailbox_offset(rank, slot, line)),
                                __ATOMIC_ACQUIRE);
     }
-    void set_mail_seq(int rank, int slot, uint64_t value) const
+    void set_mail_seq(int rank, int slot, int line, uint64_t value) const
     {
-        __atomic_store_n(reinterpret_cast<uint64_t *>(base_ + layout_.mailbox_offset(rank, slot)), value,
+        __atomic_store_n(reinterpret_cast<uint64_t *>(base_ + layout_.mailbox_offset(rank, slot, line)), value,
                          __ATOMIC_RELEASE);
     }
-    char *mail(int rank, int slot) const
+    char *mail(int rank, int slot, int line) const
     {
-        return base_ + layout_.mailbox_offset(rank, slot) + NodeArenaLayout::kMailPayload;
+        return base_ + layout_.mailbox_offset(rank, slot, line) + NodeArenaLayout::kMailPayload;
     }
     char *output(int slot) const { return base_ + layout_.output_offset(slot); }
 
