@@ -37,6 +37,13 @@ and 200, 100 and 10 above 8 KiB; on the cluster, where a call takes milliseconds
 at every size), 8 B - 16 MiB unless --max/--nb-iters say otherwise. Writes
 iallreduce.csv, iallreduce-commands.txt and one iallreduce-*.png per run (overlap %, pure
 time).
+
+--ab A[,B] is the latency A/B (contrib/latency_ab.py): two builds of gpurdma (build
+directories, or git commits built once into OUT/ab-builds/) and tuned in interleaved
+launches, each size's median over --repeat launches (default 5), 8 B - 4 KiB with
+-i 20000 -x 2000 unless --max/--ab-iters say otherwise; B defaults to this build:
+  contrib/bench.py --ab 7a784c1 --np 2 --scenarios default,bind-none,busy
+  contrib/bench.py --ab HEAD~3,build --np 2 --osu-binary /path/to/osu_allreduce
 """
 import argparse
 import contextlib
@@ -203,7 +210,18 @@ def main():
                          "OSU's default: none)")
     ap.add_argument("--cluster", default="",
                     help="HOSTSxRANKS, e.g. 2x2: also run on the namespace cluster (contrib/cluster.sh, root)")
+    ap.add_argument("--ab", default="",
+                    help="A[,B]: latency A/B of two builds (directories or commits; B: this build) beside tuned")
+    ap.add_argument("--ab-iters", type=int, default=20000, help="with --ab: iterations per size (default 20000)")
+    ap.add_argument("--ab-warmup", type=int, default=2000, help="with --ab: warm-up per size (default 2000)")
+    ap.add_argument("--osu-binary", default="",
+                    help="with --ab: the osu_allreduce to run (default: one on PATH, else osu-compat's)")
     args = ap.parse_args()
+    if args.ab:
+        if args.max is None:
+            args.max = 4096
+        if args.repeat == 1:
+            args.repeat = 5
     for config in args.configs.split(","):
         if config not in CONFIGS and config not in MPICH_CONFIGS:
             ap.error(f"unknown config {config!r}")
@@ -235,7 +253,11 @@ def main():
         subprocess.run([os.path.join(TOP, "contrib", "cluster.sh"), "up", str(cluster_hosts)], check=True)
         runs.append((f"cluster {cluster_hosts}x{per_host}", cluster_hosts * per_host, True, "default"))
     try:
-        (bench_nonblocking if args.nonblocking else bench_all)(args, runs)
+        if args.ab:
+            import latency_ab  # pylint: disable=import-outside-toplevel
+            latency_ab.run(args, runs)
+        else:
+            (bench_nonblocking if args.nonblocking else bench_all)(args, runs)
     finally:
         if cluster_hosts:
             subprocess.run([os.path.join(TOP, "contrib", "cluster.sh"), "down"], check=False)
