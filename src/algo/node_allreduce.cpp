@@ -233,6 +233,20 @@ bool NodeCall::try_copy_out()
     return true;
 }
 
+void NodeCall::prefetch_peers() const
+{
+    if (!direct_ || blocks_ != 1) return;
+    const int mailbox = mail_slot_of(0);
+    for (int j = 0; j < ranks_; ++j) {
+        if (j == me_) continue;
+        if (mail_) {
+            for (int l = 0; l < mail_lines_; ++l) __builtin_prefetch(arena_.mail(j, mailbox, l));
+        } else {
+            __builtin_prefetch(arena_.counter_line(j));
+        }
+    }
+}
+
 State NodeCall::advance()
 {
     for (;;) {
@@ -291,6 +305,7 @@ Status NodeAllreduce::start(const Call &call)
 {
     call_.emplace(arena_, index_, next_block_, call.op, call.dtype, call.sendbuf, call.recvbuf, call.count, direct_max_,
                   consumed_seen_.data());
+    call_->prefetch_peers();
     return Status::ok();
 }
 

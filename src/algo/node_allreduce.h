@@ -39,6 +39,9 @@ public:
              const void *sendbuf, void *recvbuf, size_t count, size_t direct_max, uint64_t *consumed_seen = nullptr);
 
     exec::State advance();
+    // Starts the peers' lines this call will poll on their way here (a rank that comes
+    // second finds them written already).
+    void prefetch_peers() const;
 
     // Blocks this call uses: the caller's sequence advances by this much.
     uint64_t blocks() const { return blocks_; }

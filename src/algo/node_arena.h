@@ -30,7 +30,9 @@ struct NodeArenaLayout {
     static constexpr size_t kLine = 64;
     static constexpr size_t kMailPayload = 16;  // payload offset in a mailbox line (16-byte aligned)
     static constexpr size_t kMailLineBytes = kLine - kMailPayload;  // payload per line
-    static constexpr int kMailLines = 4;  // lines per mailbox: up to 192 bytes (128 and 32 floats)
+    // Lines per mailbox: up to 288 bytes. 256 B took 6% less time this way than the direct
+    // form (a counter, then the data); 512 B in 11 lines took 18% more.
+    static constexpr int kMailLines = 6;
     static constexpr size_t kMailBytes = kMailLineBytes * kMailLines;
     static constexpr int kMailSlots = 16;
 
@@ -69,6 +71,7 @@ public:
     {
         __atomic_store_n(counter(rank, c), value, __ATOMIC_RELEASE);
     }
+    const void *counter_line(int rank) const { return counter(rank, NodeCounter::Posted); }
     char *input(int rank, int slot) const { return base_ + layout_.input_offset(rank, slot); }
     // A mailbox line: its sequence word (block + 1 once the line's payload is there) and payload.
     uint64_t mail_seq(int rank, int slot, int line) const
