@@ -5,7 +5,10 @@
 #                                       the shared libraries they need (ldd, glibc
 #                                       excepted) into DIR (at most 64 MiB).
 #   contrib/gpu-check.sh --run DIR      on a bare CUDA machine (driver, no MPI, no UCX, no
-#                                       compiler): host mode, then device buffers on GPU 0
+#                                       compiler): host mode, then the kernels against
+#                                       the host reduction (tests/gpu/kernel_check: every
+#                                       op x type, 1-16 sources, misaligned, five grids),
+#                                       then device buffers on GPU 0
 #                                       shared by 2 and 4 processes: every op x type
 #                                       against a host reference, SUM float/int32 at
 #                                       every power-of-4 size from 4 B to 256 MiB, bus
@@ -36,7 +39,7 @@ set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 mode=${1:-}
 dir=${2:-}
-[ -n "$mode" ] && [ -n "$dir" ] || { sed -n '2,32p' "$0"; exit 2; }
+[ -n "$mode" ] && [ -n "$dir" ] || { sed -n '2,37p' "$0"; exit 2; }
 
 # --bundle: the build's own Open MPI 4.x (mpirun, orted, libraries, components, help
 # files, and the PMIx and UCX modules they load), relocated under $dir/ompi with
@@ -79,17 +82,19 @@ case "$mode" in
         [ -f "$build/Makefile" ] || build=$top/build
     fi
     [ -f "$build/Makefile" ] || { echo "no configured build in $build (run contrib/setup.sh)"; exit 1; }
-    make -C "$build" -j2 tests/gpu/gpu_launcher tests/mpi/device_check >/dev/null
+    make -C "$build" -j2 tests/gpu/gpu_launcher tests/gpu/kernel_check tests/mpi/device_check >/dev/null
     grep -q '^#define GPURDMA_HAVE_CUDA 1' "$build/config.h" ||
         echo "warning: $build was configured without CUDA: the bundle has no GPU kernels (device mode stages)"
     rm -rf "$dir"
     mkdir -p "$dir"
-    cp "$build/tests/gpu/gpu_launcher" "$build/tests/mpi/device_check" "$dir/"
+    cp "$build/tests/gpu/gpu_launcher" "$build/tests/gpu/kernel_check" "$build/tests/mpi/device_check" "$dir/"
     mkdir -p "$dir/component"
     cp -L "$build/component/mca_coll_gpurdma.so" "$dir/component/"
-    strip --strip-debug "$dir/gpu_launcher" "$dir/device_check" "$dir/component/mca_coll_gpurdma.so" 2>/dev/null || true
+    strip --strip-debug "$dir/gpu_launcher" "$dir/kernel_check" "$dir/device_check" "$dir/component/mca_coll_gpurdma.so" \
+        2>/dev/null || true
     mpirun --version 2>/dev/null | head -n 1 > "$dir/OMPI_VERSION"
-    deps=("$build/tests/gpu/gpu_launcher" "$build/tests/mpi/device_check" "$build/component/mca_coll_gpurdma.so")
+    deps=("$build/tests/gpu/gpu_launcher" "$build/tests/gpu/kernel_check" "$build/tests/mpi/device_check"
+          "$build/component/mca_coll_gpurdma.so")
     bundle_open_mpi
     # Everything ldd resolves except glibc itself (the target's own glibc runs it).
     ldd "${deps[@]}" 2>/dev/null | awk '/=> \//{print $3}' | sort -u | while read -r lib; do
@@ -126,6 +131,8 @@ case "$mode" in
         echo "FAIL: no usable CUDA driver/GPU here: $probe"
         exit 1
     fi
+    echo "== the kernels against the host reduction on GPU 0 ($probe)"
+    timeout "$(limit 60 "kernel_check")" "$dir/kernel_check"
     echo "== device buffers on GPU 0 ($probe); nvidia-smi: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1 || echo n/a)"
     timeout "$(limit 150 "one-node device path")" "$launcher" --mode device --np 2,4 --max-bytes $((256 << 20)) --expect-device --stage-max 0 --bench \
         --verbose 1 --limit 70
@@ -189,7 +196,7 @@ case "$mode" in
     echo "PASS ($(( $(date +%s) - start )) s)"
     ;;
 *)
-    sed -n '2,32p' "$0"
+    sed -n '2,37p' "$0"
     exit 2
     ;;
 esac

@@ -101,6 +101,7 @@ CudaDriver::CudaDriver()
     load(a.get_error_string, "cuGetErrorString");
     load(a.flush_gpu_direct_rdma_writes, "cuFlushGPUDirectRDMAWrites");
     load(a.stand_in_device_memory_is_host, "gpurdmaStandInDeviceMemoryIsHost");
+    load(a.stand_in_kernel_image, "gpurdmaStandInKernelImage");
     if (!need) {
         why_ = "CUDA driver lacks the entry points gpurdma needs";
         return;

@@ -109,6 +109,10 @@ struct DriverApi {
     // and says 1 when told to (its "device memory" is host memory, which UCX reads
     // like any other), so that sends straight from GPU memory run without GPUDirect RDMA.
     int (*stand_in_device_memory_is_host)() = nullptr;
+    // Likewise only the stand-in's: where this build embeds no fatbin (no nvcc), the image
+    // naming the kernels it runs from their host-compiled source, so that the device path
+    // is tested in every build. A real driver has no such entry: no kernels, no device path.
+    int (*stand_in_kernel_image)(const void **data, size_t *size) = nullptr;
 };
 
 class CudaDriver {

@@ -8,7 +8,7 @@
 namespace gpurdma::gpu {
 
 namespace {
-constexpr unsigned kThreads = 512;  // matches __launch_bounds__ in reduce_cuda.cu
+constexpr unsigned kThreads = reduce::device::kThreadsPerBlock;  // the kernels' __launch_bounds__
 constexpr unsigned kBlocksPerSm = 4;  // enough loads in flight to cover memory latency
 
 Status cannot_load(const std::string &why)
@@ -21,8 +21,9 @@ Status ReduceKernels::load(CUcontext ctx, std::unique_ptr<ReduceKernels> *kernel
 {
     const auto &d = CudaDriver::instance();
     const auto &a = d.api();
-    const EmbeddedImage image = embedded_kernels();
+    EmbeddedImage image = embedded_kernels();
     if (!d.available()) return cannot_load(d.why_unavailable());
+    if (!image.size && a.stand_in_kernel_image) a.stand_in_kernel_image(&image.data, &image.size);
     if (!image.size) return cannot_load("built without CUDA kernels (configure found no nvcc)");
     if (!a.module_load_data || !a.module_get_function || !a.launch_kernel || !a.device_get_attribute ||
         !a.ctx_get_device || !a.module_unload)
@@ -68,8 +69,22 @@ Status ReduceKernels::function(gpurdma_op_t op, gpurdma_dtype_t dtype, CUfunctio
     return Status::ok();
 }
 
+unsigned ReduceKernels::grid_blocks(gpurdma_dtype_t dtype, size_t count) const
+{
+    // A grid-stride loop: enough blocks to fill the device, never more than the work.
+    const size_t per_block = size_t(kThreads) * 16 / gpurdma_dtype_size(dtype);
+    const size_t wanted = (count + per_block - 1) / per_block;
+    return static_cast<unsigned>(std::max<size_t>(1, std::min<size_t>(wanted, size_t(sms_) * kBlocksPerSm)));
+}
+
 Status ReduceKernels::reduce(gpurdma_op_t op, gpurdma_dtype_t dtype, void *dst, const void *const *src, int nsrc,
                              size_t count, CUstream stream)
+{
+    return reduce_on_grid(op, dtype, dst, src, nsrc, count, grid_blocks(dtype, count), kThreads, stream);
+}
+
+Status ReduceKernels::reduce_on_grid(gpurdma_op_t op, gpurdma_dtype_t dtype, void *dst, const void *const *src,
+                                     int nsrc, size_t count, unsigned blocks, unsigned threads, CUstream stream)
 {
     if (count == 0) return Status::ok();
     if (nsrc < 1 || nsrc > reduce::device::kMaxSources)
@@ -83,15 +98,10 @@ Status ReduceKernels::reduce(gpurdma_op_t op, gpurdma_dtype_t dtype, void *dst, 
     args.dst = dst;
     args.count = count;
     args.nsrc = nsrc;
-    // A grid-stride loop: enough blocks to fill the device, never more than the work.
-    const size_t per_block = size_t(kThreads) * 16 / gpurdma_dtype_size(dtype);
-    const size_t wanted = (count + per_block - 1) / per_block;
-    const unsigned blocks =
-        static_cast<unsigned>(std::max<size_t>(1, std::min<size_t>(wanted, size_t(sms_) * kBlocksPerSm)));
     void *params[] = {&args};
     ContextScope scope(ctx_);
     const auto &d = CudaDriver::instance();
-    const int rc = d.api().launch_kernel(f, blocks, 1, 1, kThreads, 1, 1, 0, stream, params, nullptr);
+    const int rc = d.api().launch_kernel(f, blocks, 1, 1, threads, 1, 1, 0, stream, params, nullptr);
     if (rc != 0) return d.failure("cuLaunchKernel(reduce)", rc);
     return Status::ok();
 }

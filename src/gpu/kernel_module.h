@@ -30,10 +30,16 @@ public:
     static Status load(CUcontext ctx, std::unique_ptr<ReduceKernels> *kernels);
     ~ReduceKernels();
 
-    // dst[i] = src[0][i] OP ... OP src[nsrc-1][i], enqueued on stream (async).
-    // Fails if the pair has no kernel or the launch fails.
+    // dst[i] = src[0][i] OP ... OP src[nsrc-1][i], enqueued on stream (async), on the
+    // grid grid_blocks() gives. Fails if the pair has no kernel or the launch fails.
     Status reduce(gpurdma_op_t op, gpurdma_dtype_t dtype, void *dst, const void *const *src, int nsrc, size_t count,
                   CUstream stream);
+    // The same on a grid of `blocks` x `threads` (tests/gpu/kernel_check's geometries).
+    Status reduce_on_grid(gpurdma_op_t op, gpurdma_dtype_t dtype, void *dst, const void *const *src, int nsrc,
+                          size_t count, unsigned blocks, unsigned threads, CUstream stream);
+    // The blocks reduce() launches for count elements of dtype: enough to fill the
+    // device (a few per multiprocessor), never more than the work.
+    unsigned grid_blocks(gpurdma_dtype_t dtype, size_t count) const;
 
     CUcontext context() const { return ctx_; }
     int multiprocessors() const { return sms_; }

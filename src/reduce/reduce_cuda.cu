@@ -151,7 +151,8 @@ template <int O, int D> __device__ void dispatch(const ReduceArgs &a)
 // One entry per (op, dtype) enum pair; unsupported pairs compile to empty kernels
 // that the host never looks up.
 #define GPURDMA_RS(O, D)                                                                   \
-    extern "C" __global__ void __launch_bounds__(512) gpurdma_rs_##O##_##D(                \
+    extern "C" __global__ void __launch_bounds__(gpurdma::reduce::device::kThreadsPerBlock) \
+    gpurdma_rs_##O##_##D(                                                                  \
         gpurdma::reduce::device::ReduceArgs a)                                             \
     {                                                                                      \
         gpurdma::reduce::device::dispatch<O, D>(a);                                        \

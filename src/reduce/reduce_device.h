@@ -21,6 +21,10 @@ namespace gpurdma::reduce::device {
 // Sources one kernel reads (the ranks of a node that share the reduction).
 constexpr int kMaxSources = 16;
 
+// Every kernel's __launch_bounds__: the most threads per block it may be launched with
+// (the launcher's block size; the stand-in driver refuses more, as a GPU does).
+constexpr unsigned kThreadsPerBlock = 512;
+
 // The one kernel parameter: dst[i] = src[0][i] OP src[1][i] OP ... (left to right,
 // i.e. lower rank first), for i < count. dst may be one of the sources.
 struct ReduceArgs {

@@ -1,7 +1,8 @@
 // A stand-in libcuda.so.1 for machines without a GPU, so the device path's protocol
 // (set-up votes, IPC handle exchange and cache, slices, barriers, in place, staging,
-// stream and event ordering) runs in the test suite. It proves the protocol, not the
-// CUDA kernels.
+// stream and event ordering) runs in the test suite, with the real kernels' source run
+// on the CPU. It proves the protocol and what the kernels compute for each geometry,
+// not CUDA's compiler, memory model or timings.
 //  - "Device memory" is memfd-backed host memory; an IPC handle names the exporter's pid
 //    and fd, opened through /proc, and its IPC namespace: a process in another one (a
 //    host of contrib/cluster.sh) cannot open it, as no GPU's memory opens on another
@@ -10,8 +11,8 @@
 //    order by a worker thread of its own: copies, kernel launches, host functions, event
 //    records and waits. A copy reads its source when the worker runs it, not when it is
 //    enqueued, so reusing a staging buffer before its event completes gives wrong data,
-//    as on a GPU. A kernel launch folds the sources with the host reduction in rank
-//    order, as the real kernel does (its parameters are copied at launch, like CUDA's).
+//    as on a GPU. A kernel launch runs the kernel (below) when the worker gets to it
+//    (its parameters are copied at launch, like CUDA's).
 //    The null stream has the legacy semantics: it waits for the blocking streams' earlier
 //    work and they wait for its. Copies to or from pageable (not page-locked) host memory
 //    return only once done, as CUDA's do. cuStreamQuery also says "not ready" at least
@@ -20,8 +21,20 @@
 //    registrations fail with 712, unregistering what is not registered with 713, and
 //    cuPointerGetAttributes says "host" (1) for it and gives null attributes for pageable
 //    memory, as CUDA does. Freeing memory waits for all streams, as CUDA does.
-//  - cuModuleLoadData checks the embedded image is a fatbin and cuModuleGetFunction that
-//    the kernel's name is in it. cuLaunchKernel refuses (700, illegal address) a kernel
+//  - The kernels are the real ones: src/reduce/reduce_cuda.cu compiled as host C++
+//    (tests/gpu/host_kernels.cpp, through tests/gpu/host_cuda/) is part of this library.
+//    cuModuleLoadData checks the image is a fatbin and cuModuleGetFunction that the
+//    kernel's name is in it, then resolves that name to the host-compiled entry. A
+//    build without nvcc embeds no fatbin: gpurdmaStandInKernelImage() (not CUDA's; the
+//    core asks for it by name) gives an image that names every entry, so the device
+//    path runs in every build, and only against this library. cuLaunchKernel takes its
+//    parameters as the driver does (kernelParams, copied at launch), refuses what a GPU
+//    refuses (a zero or oversized grid or block, more than 1024 threads a block: 1,
+//    invalid value; more than the kernels' __launch_bounds__: 701, out of resources;
+//    `extra`: 1), and on the stream runs every thread of every block of the grid, one at
+//    a time, in an order shuffled anew for each launch (seeded as the jitter below), so
+//    a kernel that depends on its threads' order or covers the wrong elements for its
+//    geometry shows. cuLaunchKernel also refuses (700, illegal address) a kernel
 //    whose sources or destination are neither device memory (own or IPC-mapped) nor
 //    page-locked host memory, which a GPU cannot address: a kernel reading pageable host
 //    memory works here, on host memory, and faults on a GPU (CUDA reports it later, at
@@ -32,6 +45,8 @@
 //   GPURDMA_FAKE_CUDA_D2H_GBPS=G     the same for device-to-host copies only, and H2D_GBPS
 //   GPURDMA_FAKE_CUDA_H2D_GBPS=G     for host-to-device ones: each overrides COPY_GBPS in
 //                                    its direction (so one direction can be the slow one)
+//   GPURDMA_FAKE_CUDA_SMS=N          the multiprocessors cuDeviceGetAttribute reports (default
+//                                    4): the component sizes its grids from them
 //   GPURDMA_FAKE_CUDA_KERNEL_GBPS=G  kernels take (sources + 1) * bytes / G GB/s
 //   GPURDMA_FAKE_CUDA_JITTER_US=N    every copy and kernel first sleeps a random 0..N us on
 //                                    its worker (besides the knobs above): work ends at
@@ -58,8 +73,9 @@
 //                                    GPUDirect RDMA flushes" if there were any
 // A forked child starts workers of its own at its first enqueue (its parent's queued work
 // is not run there: CUDA does not let a child use its parent's context either).
-// Build: g++ -shared -fPIC -pthread -Wl,-Bsymbolic -Wl,-z,nodelete -I include -I src fake_cuda.cpp
-//        src/reduce/reduce_host.cpp   (nodelete: detached workers run its code until exit)
+// Built by make (Makefile.am: tests/gpu/fake/libcuda.so.1) from this file and
+// tests/gpu/host_kernels.cpp, -Wl,-z,nodelete (detached workers run its code until exit).
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <sys/mman.h>
@@ -84,6 +100,7 @@
 #include <vector>
 
 #include "gpurdma/gpurdma.h"
+#include "host_cuda/host_cuda.h"
 #include "reduce/reduce_device.h"
 
 namespace {
@@ -98,7 +115,7 @@ constexpr int kNotReady = 600;
 constexpr int kHostMemoryAlreadyRegistered = 712;
 constexpr int kHostMemoryNotRegistered = 713;
 constexpr int kIllegalAddress = 700;
-constexpr int kLaunchFailed = 719;
+constexpr int kLaunchOutOfResources = 701;
 
 constexpr unsigned kStreamNonBlocking = 1;
 constexpr unsigned kEventDisableTiming = 2;
@@ -122,9 +139,15 @@ struct Handle {
     size_t size;
     unsigned long long ipc_namespace;
 };
+using ReduceArgs = gpurdma::reduce::device::ReduceArgs;
+using KernelEntry = void (*)(ReduceArgs);
 struct Function {
-    gpurdma_op_t op;
     gpurdma_dtype_t dtype;
+    KernelEntry entry;  // the host-compiled kernel (host_kernels.cpp)
+};
+// A launch's shape.
+struct Geometry {
+    dim3 grid, block;
 };
 // Page-locked host memory: from cuMemHostAlloc (allocated) or cuMemHostRegister.
 struct Pinned {
@@ -202,6 +225,8 @@ unsigned long long jitter_seed()
     return v ? std::strtoull(v, nullptr, 10) : static_cast<unsigned long long>(getpid());
 }
 std::mt19937_64 &g_rng = *new std::mt19937_64(jitter_seed());
+// The threads' order in each launch: a sequence of its own, so the jitter's stays as it was.
+std::mt19937_64 &g_order_rng = *new std::mt19937_64(jitter_seed() ^ 0x5eed0fd3u);
 
 // The inode of this process's IPC namespace (0 if unknown). The namespace cluster's
 // hosts share the pid namespace, so /proc would open another host's memory without it.
@@ -386,7 +411,10 @@ void after_fork_parent()
 }
 void after_fork_child()
 {
-    if (!std::getenv("GPURDMA_FAKE_CUDA_SEED")) g_rng.seed(jitter_seed());
+    if (!std::getenv("GPURDMA_FAKE_CUDA_SEED")) {
+        g_rng.seed(jitter_seed());
+        g_order_rng.seed(jitter_seed() ^ 0x5eed0fd3u);
+    }
     for (Stream *s : g_streams) s->worker = false;
     if (g_null_stream) g_null_stream->worker = false;
     g_mu.unlock();
@@ -394,6 +422,39 @@ void after_fork_child()
 __attribute__((constructor)) void install_fork_handlers()
 {
     pthread_atfork(before_fork, after_fork_parent, after_fork_child);
+}
+
+// This library, to look its kernels up by name (the core loads it RTLD_LOCAL).
+void *self_handle()
+{
+    static void *const self = [] {
+        Dl_info info{};
+        if (!dladdr(reinterpret_cast<void *>(&self_handle), &info) || !info.dli_fname)
+            return static_cast<void *>(nullptr);
+        return dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD);
+    }();
+    return self;
+}
+
+// One launch on its stream's worker: every thread of every block, one after another, in
+// an order drawn from `seed`, each seeing its coordinates as a GPU's would.
+void run_grid(KernelEntry entry, const ReduceArgs &args, const Geometry &shape, uint64_t seed)
+{
+    const uint64_t per_block = 1ull * shape.block.x * shape.block.y * shape.block.z;
+    const uint64_t blocks = 1ull * shape.grid.x * shape.grid.y * shape.grid.z;
+    std::vector<uint64_t> order(blocks * per_block);
+    for (uint64_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::shuffle(order.begin(), order.end(), std::mt19937_64(seed));
+    gridDim = shape.grid;
+    blockDim = shape.block;
+    for (const uint64_t i : order) {
+        const uint64_t b = i / per_block, t = i % per_block;
+        blockIdx = dim3{unsigned(b % shape.grid.x), unsigned(b / shape.grid.x % shape.grid.y),
+                        unsigned(b / (1ull * shape.grid.x * shape.grid.y))};
+        threadIdx = dim3{unsigned(t % shape.block.x), unsigned(t / shape.block.x % shape.block.y),
+                         unsigned(t / (1ull * shape.block.x * shape.block.y))};
+        entry(args);
+    }
 }
 
 }  // namespace
@@ -473,7 +534,11 @@ int cuDeviceGetAttribute(int *v, int attr, int)
     // 16: multiprocessors; 117: GPUDirect RDMA flush options (1: cuFlushGPUDirectRDMAWrites);
     // 118: GPUDirect RDMA writes ordering (0: none, flush needed; 100: ordered for the owner).
     const char *ordering = std::getenv("GPURDMA_FAKE_CUDA_GDR_ORDERING");
-    *v = attr == 16 ? 4 : attr == 117 ? 1 : attr == 118 ? (ordering ? std::atoi(ordering) : 0) : 0;
+    static const int sms = [] {
+        const char *n = std::getenv("GPURDMA_FAKE_CUDA_SMS");
+        return n && std::atoi(n) > 0 ? std::atoi(n) : 4;
+    }();
+    *v = attr == 16 ? sms : attr == 117 ? 1 : attr == 118 ? (ordering ? std::atoi(ordering) : 0) : 0;
     return 0;
 }
 int cuFlushGPUDirectRDMAWrites(int target, int scope)
@@ -899,20 +964,57 @@ int cuModuleGetFunction(void **f, void *, const char *name)
     const std::string needle = std::string(name) + '\0';
     std::lock_guard<std::mutex> lock(g_mu);
     if (!g_image || !memmem(g_image, g_image_size, needle.data(), needle.size())) return kNotFound;
-    *f = new Function{gpurdma_op_t(op), gpurdma_dtype_t(dtype)};
+    const auto entry = reinterpret_cast<KernelEntry>(dlsym(self_handle(), name));
+    if (!entry) return kNotFound;
+    *f = new Function{gpurdma_dtype_t(dtype), entry};
+    return 0;
+}
+
+// Not CUDA's: for a build without nvcc (no fatbin embedded), an image that names every
+// host-compiled kernel, laid out as a fatbin (magic, header size, body size) so that
+// cuModuleLoadData takes it. Only this library has it: a real driver leaves the core
+// without kernels, as before.
+int gpurdmaStandInKernelImage(const void **data, size_t *size)
+{
+    static const std::vector<unsigned char> image = [] {
+        std::string names;
+        for (int o = 0; o < GPURDMA_OP_COUNT; ++o)
+            for (int d = 0; d < GPURDMA_DTYPE_COUNT; ++d) {
+                char name[32];
+                gpurdma::reduce::device::kernel_name(gpurdma_op_t(o), gpurdma_dtype_t(d), name);
+                if (dlsym(self_handle(), name)) names += std::string(name) + '\0';
+            }
+        std::vector<unsigned char> out(16 + names.size());
+        const uint32_t magic = 0xBA55ED50u;
+        const uint16_t version = 1, header = 16;
+        const uint64_t body = names.size();
+        std::memcpy(out.data(), &magic, 4);
+        std::memcpy(out.data() + 4, &version, 2);
+        std::memcpy(out.data() + 6, &header, 2);
+        std::memcpy(out.data() + 8, &body, 8);
+        std::memcpy(out.data() + 16, names.data(), names.size());
+        return out;
+    }();
+    *data = image.data();
+    *size = image.size();
     return 0;
 }
 
 // The parameters are copied now, the sources read when the stream gets to it.
-int cuLaunchKernel(void *f, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, void *stream,
-                   void **params, void **)
+int cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
+                   unsigned shared_bytes, void *stream, void **params, void **extra)
 {
-    if (!f || !params) return kInvalidValue;
+    if (!f || !params || extra) return kInvalidValue;  // this library takes kernelParams only
+    // A GPU's limits: grid up to 2^31-1 x 65535 x 65535 blocks, a block up to 1024 x
+    // 1024 x 64 and 1024 threads in all, 48 KiB of dynamic shared memory by default.
+    if (!gx || !gy || !gz || gx > 0x7fffffffu || gy > 65535 || gz > 65535) return kInvalidValue;
+    if (!bx || !by || !bz || bx > 1024 || by > 1024 || bz > 64) return kInvalidValue;
+    const unsigned long long threads = 1ull * bx * by * bz;
+    if (threads > 1024 || shared_bytes > 48 * 1024) return kInvalidValue;
+    if (threads > gpurdma::reduce::device::kThreadsPerBlock) return kLaunchOutOfResources;
     const Function fn = *static_cast<const Function *>(f);
-    const auto args = *static_cast<const gpurdma::reduce::device::ReduceArgs *>(params[0]);
+    const ReduceArgs args = *static_cast<const ReduceArgs *>(params[0]);
     if (args.nsrc < 1 || args.nsrc > gpurdma::reduce::device::kMaxSources) return kInvalidValue;
-    unsigned char probe[64] = {};  // an op the host reduction refuses fails at launch, as today
-    if (gpurdma_reduce_local(fn.op, fn.dtype, probe, probe, probe + 32, 1) != GPURDMA_OK) return kInvalidValue;
     std::lock_guard<std::mutex> lock(g_mu);
     Stream *s = stream_of(stream);
     if (!s) return kInvalidHandle;
@@ -920,14 +1022,10 @@ int cuLaunchKernel(void *f, unsigned, unsigned, unsigned, unsigned, unsigned, un
     if (!addressable(args.dst, bytes)) return kIllegalAddress;
     for (int i = 0; i < args.nsrc; ++i)
         if (!addressable(args.src[i], bytes)) return kIllegalAddress;
-    enqueue(s, [fn, args, bytes, jitter = draw_jitter()] {
+    const Geometry shape{dim3{gx, gy, gz}, dim3{bx, by, bz}};
+    enqueue(s, [fn, args, bytes, shape, order = g_order_rng(), jitter = draw_jitter()] {
         take_time(double(bytes) * (args.nsrc + 1), g_kernel_gbps, jitter);
-        const auto *first = static_cast<const char *>(args.src[0]);
-        std::vector<char> acc(first, first + bytes);
-        for (int i = 1; i < args.nsrc; ++i)
-            if (gpurdma_reduce_local(fn.op, fn.dtype, acc.data(), acc.data(), args.src[i], args.count) != GPURDMA_OK)
-                return kLaunchFailed;
-        if (bytes) std::memcpy(args.dst, acc.data(), bytes);
+        run_grid(fn.entry, args, shape, order);
         return kSuccess;
     });
     return 0;

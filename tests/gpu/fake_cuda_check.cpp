@@ -67,6 +67,7 @@ struct Api {
     int (*launch_kernel)(void *, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, void *, void **,
                          void **);
     int (*device_memory_is_host)();  // not CUDA's: the stand-in's own
+    int (*kernel_image)(const void **, size_t *);  // likewise
     int (*device_get_attribute)(int *, int, int);
     int (*flush_gdr_writes)(int, int);
 };
@@ -118,6 +119,7 @@ bool load(const char *path)
     sym(api.module_get_function, "cuModuleGetFunction");
     sym(api.launch_kernel, "cuLaunchKernel");
     sym(api.device_memory_is_host, "gpurdmaStandInDeviceMemoryIsHost");
+    sym(api.kernel_image, "gpurdmaStandInKernelImage");
     sym(api.device_get_attribute, "cuDeviceGetAttribute");
     sym(api.flush_gdr_writes, "cuFlushGPUDirectRDMAWrites");
     return ok;
@@ -288,6 +290,78 @@ void kernel_addresses()
     c.rc(api.mem_free(dev), 0, "cuMemFree_v2");
     const char *flag = std::getenv("GPURDMA_FAKE_CUDA_HOST_MEMORY");
     c.rc(api.device_memory_is_host(), flag && std::string(flag) == "1" ? 1 : 0, "gpurdmaStandInDeviceMemoryIsHost");
+}
+
+// A launch's shape is checked as a GPU checks it, before anything is queued: zero or
+// oversized grids and blocks, more than 1024 threads a block, `extra`: invalid value
+// (1); more threads than the kernels' __launch_bounds__: out of resources (701). A
+// legal shape the component never uses (a 3-D block, several blocks) still computes
+// every element once.
+void launch_limits()
+{
+    Check c("launch shape: what a GPU refuses, and a legal 3-D shape");
+    constexpr int kInvalid = 1, kOutOfResources = 701;
+    constexpr size_t kCount = 1000;
+    void *fn = sum_int32_kernel();
+    if (!c.expect(fn != nullptr, "cuModuleLoadData or cuModuleGetFunction failed")) return;
+    Ptr dev = 0, out = 0;
+    c.rc(api.mem_alloc(&dev, kCount * 4), 0, "cuMemAlloc_v2");
+    c.rc(api.mem_alloc(&out, kCount * 4), 0, "cuMemAlloc_v2");
+    std::vector<int32_t> in(kCount);
+    for (size_t i = 0; i < kCount; ++i) in[i] = int32_t(i) - 300;
+    c.rc(api.memcpy_sync(dev, as_ptr(in.data()), kCount * 4), 0, "cuMemcpy");
+    void *s = nullptr;
+    c.rc(api.stream_create(&s, 1), 0, "cuStreamCreate");
+    gpurdma::reduce::device::ReduceArgs args = doubling(dev, out, kCount);
+    void *params[] = {&args};
+    void *extra[] = {nullptr};
+    auto launch = [&](unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz) {
+        return api.launch_kernel(fn, gx, gy, gz, bx, by, bz, 0, s, params, nullptr);
+    };
+    c.rc(launch(0, 1, 1, 64, 1, 1), kInvalid, "cuLaunchKernel with no blocks");
+    c.rc(launch(1, 65536, 1, 64, 1, 1), kInvalid, "cuLaunchKernel with 65536 blocks in y");
+    c.rc(launch(1, 1, 1, 0, 1, 1), kInvalid, "cuLaunchKernel with an empty block");
+    c.rc(launch(1, 1, 1, 1025, 1, 1), kInvalid, "cuLaunchKernel with 1025 threads a block");
+    c.rc(launch(1, 1, 1, 32, 32, 2), kInvalid, "cuLaunchKernel with a 32 x 32 x 2 block");
+    c.rc(launch(1, 1, 1, 1, 1, 65), kInvalid, "cuLaunchKernel with 65 threads in z");
+    c.rc(launch(1, 1, 1, gpurdma::reduce::device::kThreadsPerBlock + 1, 1, 1), kOutOfResources,
+         "cuLaunchKernel over the kernels' launch bound");
+    c.rc(api.launch_kernel(fn, 1, 1, 1, 64, 1, 1, 0, s, params, extra), kInvalid, "cuLaunchKernel with extra");
+    c.rc(api.launch_kernel(fn, 1, 1, 1, 64, 1, 1, 0, s, nullptr, nullptr), kInvalid, "cuLaunchKernel without params");
+    c.rc(launch(3, 2, 1, 8, 4, 2), 0, "cuLaunchKernel on a 3 x 2 grid of 8 x 4 x 2 blocks");
+    c.rc(api.stream_synchronize(s), 0, "cuStreamSynchronize");
+    std::vector<int32_t> got(kCount);
+    c.rc(api.memcpy_sync(as_ptr(got.data()), out, kCount * 4), 0, "cuMemcpy");
+    for (size_t i = 0; i < kCount; ++i)
+        if (!c.expect(got[i] == 2 * in[i], "element " + std::to_string(i) + " is " + std::to_string(got[i]))) break;
+    c.rc(api.stream_destroy(s), 0, "cuStreamDestroy_v2");
+    c.rc(api.mem_free(dev), 0, "cuMemFree_v2");
+    c.rc(api.mem_free(out), 0, "cuMemFree_v2");
+}
+
+// The image a build without nvcc loads: a fatbin header, then every kernel's name, each
+// resolving to the host-compiled entry; a name outside it is not found.
+void stand_in_image()
+{
+    Check c("the stand-in's kernel image names every kernel the device supports");
+    const void *data = nullptr;
+    size_t size = 0;
+    c.rc(api.kernel_image(&data, &size), 0, "gpurdmaStandInKernelImage");
+    if (!c.expect(data && size > 16, "an empty image")) return;
+    void *module = nullptr;
+    c.rc(api.module_load_data(&module, data), 0, "cuModuleLoadData(stand-in image)");
+    int found = 0;
+    for (int o = 0; o < GPURDMA_OP_COUNT; ++o)
+        for (int d = 0; d < GPURDMA_DTYPE_COUNT; ++d) {
+            if (!gpurdma::reduce::device::device_supported(gpurdma_op_t(o), gpurdma_dtype_t(d))) continue;
+            char name[32];
+            gpurdma::reduce::device::kernel_name(gpurdma_op_t(o), gpurdma_dtype_t(d), name);
+            void *fn = nullptr;
+            found += api.module_get_function(&fn, module, name) == 0 && fn;
+        }
+    c.expect(found == 112, std::to_string(found) + " of the 112 device kernels found");
+    void *fn = nullptr;
+    c.rc(api.module_get_function(&fn, module, "gpurdma_rs_99_99"), 500, "cuModuleGetFunction(gpurdma_rs_99_99)");
 }
 
 // GPUDirect RDMA writes: the device needs them flushed (ordering 0, or the environment's),
@@ -854,6 +928,8 @@ int main(int argc, char **argv)
     self.resize(size_t(n));
     stream_fifo();
     kernel_addresses();
+    launch_limits();
+    stand_in_image();
     gdr_flush();
     events();
     wait_event();
