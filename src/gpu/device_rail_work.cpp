@@ -96,10 +96,12 @@ Status DeviceRailWork::send_source(const void *src, size_t bytes, const void **f
     const auto &d = CudaDriver::instance();
     ContextScope scope(setup_.ctx);
     const auto source = reinterpret_cast<CUdeviceptr>(src);
-    const int rc = d.api().memcpy_dtoh_async ? d.api().memcpy_dtoh_async(buffer.data(), source, bytes, stream_->get())
-                                             : d.api().memcpy_async(reinterpret_cast<CUdeviceptr>(buffer.data()),
-                                                                    source, bytes, stream_->get());
-    const Status st = launched(rc, "cuMemcpyDtoHAsync");
+    // The error names the copy that was used (a driver without cuMemcpyDtoHAsync has cuMemcpyAsync).
+    const bool dtoh = d.api().memcpy_dtoh_async != nullptr;
+    const int rc =
+        dtoh ? d.api().memcpy_dtoh_async(buffer.data(), source, bytes, stream_->get())
+             : d.api().memcpy_async(reinterpret_cast<CUdeviceptr>(buffer.data()), source, bytes, stream_->get());
+    const Status st = launched(rc, dtoh ? "cuMemcpyDtoHAsync" : "cuMemcpyAsync");
     if (!st.is_ok()) return st;
     ++next_buffer_;
     *from = buffer.data();
