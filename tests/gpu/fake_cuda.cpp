@@ -91,6 +91,7 @@
 #include <cstring>
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <random>
@@ -195,6 +196,7 @@ std::set<Event *> &g_events = *new std::set<Event *>;
 Stream *g_null_stream = nullptr;
 unsigned long long g_next_id = 1;
 size_t g_gdr_flushes = 0;  // cuFlushGPUDirectRDMAWrites calls
+std::map<std::string, Function> &g_functions = *new std::map<std::string, Function>;
 const unsigned char *g_image = nullptr;
 size_t g_image_size = 0;
 void *const kContext = reinterpret_cast<void *>(0xc0de);
@@ -966,7 +968,9 @@ int cuModuleGetFunction(void **f, void *, const char *name)
     if (!g_image || !memmem(g_image, g_image_size, needle.data(), needle.size())) return kNotFound;
     const auto entry = reinterpret_cast<KernelEntry>(dlsym(self_handle(), name));
     if (!entry) return kNotFound;
-    *f = new Function{gpurdma_dtype_t(dtype), entry};
+    // One record per kernel, kept for the process (a handle stays valid, as CUDA's do
+    // until the module is unloaded; reachable, so no leak checker reports it).
+    *f = &g_functions.emplace(name, Function{gpurdma_dtype_t(dtype), entry}).first->second;
     return 0;
 }
 
