@@ -3,9 +3,15 @@
 # then MPI jobs with it: the osu-compat benchmark with validation, the correctness
 # check (one node, and 2x2 logical nodes over UCX), the dup/free lifecycle, the
 # fallbacks, a stuck peer (the timeout error path), a short load run, nonblocking and
-# persistent requests, and threads (with and without the progress thread). Fails on any
-# sanitizer error, and on any leak whose stack passes through gpurdma (Open MPI and UCX
-# leak at exit on their own; those are not ours).
+# persistent requests, threads (with and without the progress thread), and GPU buffers
+# with the stand-in driver (built here with the sanitizers too, running the kernels'
+# source): one node (the device path at every size, and small ones staged), the
+# hierarchical path at 2x2 and 3+1+2 logical nodes (the rail on the host and on the
+# GPU), a node whose ranks mix host and GPU buffers (staged), each blocking,
+# nonblocking and persistent (device_check). Fails on any sanitizer error, on any leak
+# whose stack passes through gpurdma (Open MPI and UCX leak at exit on their own; those
+# are not ours), and on any leak the stand-in reports (device memory, page-locked
+# memory, events, streams).
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 build=${GPURDMA_ASAN_BUILD:-$top/build-asan}
@@ -13,7 +19,8 @@ build=${GPURDMA_ASAN_BUILD:-$top/build-asan}
 # built in 125 s + 175 s, against 205 s (configure included) + 252 s at the default -O2.
 GPURDMA_BUILD=$build bash "$top/contrib/setup.sh" --enable-sanitizers --without-cuda CFLAGS="-g -O1" CXXFLAGS="-g -O1"
 make -C "$build" -j"$(nproc)" tests/mpi/allreduce_check tests/mpi/lifecycle_check tests/mpi/fallback_check \
-    tests/mpi/stuck_peer_check tests/mpi/load_check tests/mpi/nonblocking_check tests/mpi/thread_stress_check >/dev/null
+    tests/mpi/stuck_peer_check tests/mpi/load_check tests/mpi/nonblocking_check tests/mpi/thread_stress_check \
+    tests/mpi/device_check tests/gpu/fake/libcuda.so.1 >/dev/null
 # The unit tests under the sanitizers (GoogleTest; absent when configure found no gtest).
 if make -C "$build" -n tests/unit/gpurdma_unit >/dev/null 2>&1; then
     make -C "$build" -j"$(nproc)" tests/unit/gpurdma_unit >/dev/null
@@ -54,6 +61,10 @@ check() {
     if grep -q "ERROR: AddressSanitizer\|runtime error:" "$log/$name"; then
         echo "FAIL $name: sanitizer error"; grep -m5 -A20 "ERROR: AddressSanitizer\|runtime error:" "$log/$name"; status=1; return
     fi
+    # The stand-in driver's own report (device steps): every count must be zero.
+    if grep 'fake-cuda: .* leaked' "$log/$name" | grep -vq ' 0 leaked pinned allocations, 0 registrations, 0 device allocations, 0 events, 0 streams'; then
+        echo "FAIL $name: the stand-in driver reports leaks"; grep 'fake-cuda: .* leaked' "$log/$name" | head -5; status=1; return
+    fi
     # Leak records are blank-line separated; keep those with a gpurdma frame.
     ours=$(awk 'BEGIN{RS=""} /(Direct|Indirect) leak/ && /gpurdma/' "$log/$name")
     if [ -n "$ours" ]; then
@@ -76,4 +87,17 @@ NP=2 check "nonblocking_check" "$build/tests/mpi/nonblocking_check" --quick --st
 NP=2 check "thread_stress_check" "$build/tests/mpi/thread_stress_check" --threads 3 --seconds 2
 NP=2 check "thread_stress_check, progress thread" --mca coll_gpurdma_progress_thread 1 \
     "$build/tests/mpi/thread_stress_check" --threads 3 --seconds 2
+# GPU buffers through the stand-in driver (this build's, with the sanitizers): blocking,
+# nonblocking and persistent calls in every device_check step.
+gpu=(-x LD_LIBRARY_PATH="$build/tests/gpu/fake${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" -x GPURDMA_FAKE_CUDA_LEAKS=1
+     --mca coll_gpurdma_timeout 30 --mca coll_gpurdma_chunk_size 16384)
+dev=("$build/tests/mpi/device_check" --quick --max-bytes 262144 --expect-device)
+NP=3 check "GPU buffers, one node, the device path at every size" "${gpu[@]}" \
+    --mca coll_gpurdma_device_stage_max 0 "${dev[@]}"
+NP=2 check "GPU buffers, one node, small ones staged" "${gpu[@]}" "${dev[@]}"
+check "GPU buffers, 2x2 logical nodes" "${gpu[@]}" --mca coll_gpurdma_logical_nodes 2 "${dev[@]}"
+NP=6 check "GPU buffers, 3+1+2 logical nodes, rail on the GPU" "${gpu[@]}" --mca coll_gpurdma_logical_nodes 3,1,2 \
+    --mca coll_gpurdma_rail_reduce device "${dev[@]}" --device-per-rank
+check "GPU buffers, 2x2, rank 1 passes host buffers (its node stages)" "${gpu[@]}" \
+    --mca coll_gpurdma_logical_nodes 2 "$build/tests/mpi/device_check" --quick --max-bytes 262144 --host-ranks 1
 exit $status

@@ -120,7 +120,9 @@ gpurdma_comm::~gpurdma_comm()
 
 void gpurdma_comm::tally(uint64_t gpurdma_comm_stats_t::*field, uint64_t n)
 {
-    stats.*field += n;
+    // Only the thread holding the engine writes; gpurdma_comm_get_stats reads from any
+    // thread (the shim, MPI_T), field by field: a relaxed store is a plain one on x86.
+    __atomic_store_n(&(stats.*field), stats.*field + n, __ATOMIC_RELAXED);
     context->add_total(field, n);
 }
 

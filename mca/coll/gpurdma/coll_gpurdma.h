@@ -73,6 +73,11 @@ int mca_coll_gpurdma_allreduce_init(const void *sbuf, void *rbuf, gpurdma_coll_c
                                     struct ompi_datatype_t *dtype, struct ompi_op_t *op,
                                     struct ompi_communicator_t *comm, struct ompi_info_t *info,
                                     ompi_request_t **request, mca_coll_base_module_t *module);
+/* Initialises the component's object classes, in open (one thread): opal_obj_new's first
+ * use of a class initialises it behind an unlocked check that two threads' first
+ * MPI_Iallreduce would race on (ThreadSanitizer saw it). */
+void mca_coll_gpurdma_init_classes(void);
+
 /* Releases requests whose last reference went in a completion callback (where the core's
  * engine is held); called where no gpurdma call is in progress in this thread. */
 void mca_coll_gpurdma_release_deferred(void);

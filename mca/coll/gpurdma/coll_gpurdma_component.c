@@ -142,6 +142,7 @@ static int gpurdma_open(void)
     g->verbose = c.verbose;
     g->output = open_output(g->verbose);
     g->closing = false;
+    mca_coll_gpurdma_init_classes();
     return OMPI_SUCCESS;
 }
 

@@ -17,6 +17,7 @@
 #include "coll_gpurdma.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdint.h>
 
 #include "ompi/datatype/ompi_datatype.h"
@@ -27,6 +28,16 @@ typedef struct mca_coll_gpurdma_request {
     gpurdma_request_t *core; /* the core's request; NULL for a blocking-start one */
     int32_t refs; /* the user's handle + 1 while the core has a call in flight (atomic) */
     int freed; /* the user's handle is gone: the callback completes nothing (atomic) */
+    /* Calls handed to the core (the caller's thread only), and callbacks that have
+     * finished with the request (atomic; the callback's last touch, with release order).
+     * Before the caller's thread reuses or frees a completed request it waits until the
+     * two agree (await_callbacks): MPI_Test can see the request complete while its
+     * callback, in another thread, is still inside ompi_request_complete, and this is
+     * also the order, in C11 terms, of the core's writes (result, status) before the
+     * caller's next use: Open MPI's completion (a compare-exchange with acquire order,
+     * its waiter's loads, none instrumented) does not give it to a thread sanitizer. */
+    unsigned long handed;
+    unsigned long completions;
     struct mca_coll_gpurdma_request *next_deferred;
     /* A persistent request the core declined whose buffers are in GPU memory (or with no
      * previous persistent allreduce): each start runs the blocking fallback. The
@@ -54,6 +65,8 @@ static void request_construct(mca_coll_gpurdma_request_t *r)
     r->core = NULL;
     r->refs = 1;
     r->freed = 0;
+    r->handed = 0;
+    r->completions = 0;
     r->next_deferred = NULL;
     r->blocking = false;
     r->why = NULL;
@@ -79,6 +92,12 @@ static void request_destruct(mca_coll_gpurdma_request_t *r)
 
 OBJ_CLASS_DECLARATION(mca_coll_gpurdma_request_t);
 OBJ_CLASS_INSTANCE(mca_coll_gpurdma_request_t, ompi_request_t, request_construct, request_destruct);
+
+void mca_coll_gpurdma_init_classes(void)
+{
+    opal_class_initialize(OBJ_CLASS(mca_coll_gpurdma_request_t));
+    opal_class_initialize(OBJ_CLASS(mca_coll_gpurdma_module_t));
+}
 
 static mca_coll_gpurdma_request_t *request_new(mca_coll_gpurdma_module_t *m, struct ompi_communicator_t *comm,
                                                bool persistent)
@@ -142,15 +161,24 @@ static void request_complete(void *arg, gpurdma_status_t status)
         r->super.req_status.MPI_ERROR = GPURDMA_OK == status ? MPI_SUCCESS : MPI_ERR_OTHER;
         ompi_request_complete(&r->super, true);
     }
+    __atomic_fetch_add(&r->completions, 1, __ATOMIC_RELEASE); /* done with r but its reference */
     request_put(r, true);
 }
 
 /* ---- the request's functions ---- */
 
+/* The caller's thread, about to reuse or free a request MPI found complete: its callbacks
+ * have all returned (at once but for a few instructions; bounded all the same). */
+static void await_callbacks(mca_coll_gpurdma_request_t *r)
+{
+    for (int i = 0; i < 1000000 && __atomic_load_n(&r->completions, __ATOMIC_ACQUIRE) != r->handed; ++i) sched_yield();
+}
+
 /* MPI_Request_free (any state), and MPI_Wait/MPI_Test of a completed nonblocking one. */
 static int request_free(ompi_request_t **rptr)
 {
     mca_coll_gpurdma_request_t *r = (mca_coll_gpurdma_request_t *)*rptr;
+    if (REQUEST_COMPLETED == __atomic_load_n(&r->super.req_complete, __ATOMIC_ACQUIRE)) await_callbacks(r);
     *rptr = MPI_REQUEST_NULL;
     mca_coll_gpurdma_release_deferred();
     /* Set before the core is told: a callback from now on completes nothing. */
@@ -185,6 +213,7 @@ static int request_start(size_t count, ompi_request_t **requests)
             if (MPI_SUCCESS == rc) rc = MPI_ERR_REQUEST;
             continue;
         }
+        await_callbacks(r); /* the last activation's */
         mca_coll_gpurdma_module_t *m = r->module;
         r->super.req_status.MPI_ERROR = MPI_SUCCESS;
         /* Pending before the core has it: its callback may run in another thread at once. */
@@ -195,9 +224,11 @@ static int request_start(size_t count, ompi_request_t **requests)
             err = mca_coll_gpurdma_blocking_fallback(m, r->why, r->sbuf, r->rbuf, r->count, r->dtype, r->op);
         } else {
             __atomic_add_fetch(&r->refs, 1, __ATOMIC_ACQ_REL);
+            ++r->handed;
             gpurdma_status_t st = gpurdma_request_start(r->core);
             if (GPURDMA_OK == st) continue;
-            /* Nothing started: the user's reference remains. */
+            /* Nothing started: the user's reference remains, no callback comes. */
+            --r->handed;
             __atomic_sub_fetch(&r->refs, 1, __ATOMIC_ACQ_REL);
             err = mca_coll_gpurdma_start_error(m, st);
         }
@@ -279,6 +310,7 @@ int mca_coll_gpurdma_iallreduce(const void *sbuf, void *rbuf, gpurdma_coll_count
      * reference and the call's. */
     r->super.req_state = OMPI_REQUEST_ACTIVE;
     r->refs = 2;
+    r->handed = 1;
     gpurdma_status_t st = gpurdma_iallreduce(m->core, sbuf == MPI_IN_PLACE ? NULL : sbuf, rbuf, (size_t)count, gdt, gop,
                                              request_complete, r, &r->core);
     if (GPURDMA_OK == st) {
@@ -288,6 +320,7 @@ int mca_coll_gpurdma_iallreduce(const void *sbuf, void *rbuf, gpurdma_coll_count
     /* Nothing started: the callback will not run. */
     r->core = NULL;
     r->refs = 1;
+    r->handed = 0;
     OBJ_RELEASE(r);
     if (GPURDMA_ERR_UNSUPPORTED == st)
         return iallreduce_fallback(m, core_declined, sbuf, rbuf, count, dtype, op, comm, request);
