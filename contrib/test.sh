@@ -24,3 +24,7 @@ if [ "${GPURDMA_SKIP_ASAN:-0}" != 1 ]; then
     echo "== ASan + UBSan build, 4-rank runs"
     bash contrib/asan-check.sh
 fi
+if [ "${GPURDMA_SKIP_TSAN:-0}" != 1 ]; then
+    echo "== ThreadSanitizer build: threads, requests, the progress thread, GPU buffers on the stand-in"
+    bash contrib/tsan-check.sh
+fi
