@@ -66,25 +66,15 @@ def build_commit(sha, out):
 
 
 def launch(binary, np_, on_cluster, scenario, component, priority, args):
-    """One launch over all sizes: {size: average latency (us)} and the command."""
-    env = bench.mpi_env()
-    pkglibdir = env["OMPI_MCA_mca_base_component_path"].split(":")[0]
-    cmd = (bench.launcher(np_, on_cluster, scenario) + ["-np", str(np_)]
-           + ["--mca", "mca_base_component_path", f"{pkglibdir}:{component}",
-              "--mca", "coll_gpurdma_priority", str(priority)]
-           + args.mpirun_arg
-           + [binary, "-m", f"{args.min}:{args.max}", "-i", str(args.ab_iters), "-x", str(args.ab_warmup),
-              "-T", args.type])
-    out = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=args.timeout)
-    if out.returncode != 0:
-        sys.stderr.write(out.stdout + out.stderr)
-        raise RuntimeError(f"{' '.join(cmd)} exited {out.returncode}")
-    rows = {}
-    for line in out.stdout.splitlines():
-        f = line.split()
-        if len(f) >= 2 and f[0].isdigit():
-            rows[int(f[0])] = float(f[1])
-    return rows, " ".join(cmd)
+    """One launch over all sizes: {size: average latency (us)} and the command. The
+    component's directory goes on the command line, which takes precedence over the
+    environment's path (bench.mpi_env's: this build's)."""
+    pkglibdir = bench.mpi_env()["OMPI_MCA_mca_base_component_path"].split(":")[0]
+    rows, cmd, _ = bench.run_osu(binary, np_, "gpurdma" if priority else "tuned", args.min, args.max, args.ab_iters,
+                                 args.ab_warmup, args.type,
+                                 ["--mca", "mca_base_component_path", f"{pkglibdir}:{component}"] + args.mpirun_arg,
+                                 args.timeout, on_cluster, scenario=scenario)
+    return rows, cmd
 
 
 def run(args, runs):

@@ -6,6 +6,7 @@
 
 #include "core/comm.h"
 #include "core/context.h"
+#include "core/counters.h"
 #include "core/params.h"
 #include "core/request.h"
 #include "gpu/cuda_driver.h"
@@ -202,13 +203,7 @@ void gpurdma_context_get_stats(const gpurdma_context_t *context, gpurdma_comm_st
 
 void gpurdma_comm_get_stats(const gpurdma_comm_t *comm, gpurdma_comm_stats_t *stats)
 {
-    if (!comm || !stats) return;
-    // Any thread, while the engine's holder counts: every field read whole (tally stores
-    // them atomically), though not all at one instant.
-    static_assert(sizeof(gpurdma_comm_stats_t) % sizeof(uint64_t) == 0, "counters are uint64_t");
-    const auto *from = reinterpret_cast<const uint64_t *>(&comm->stats);
-    auto *to = reinterpret_cast<uint64_t *>(stats);
-    for (size_t i = 0; i < sizeof *stats / sizeof(uint64_t); ++i) to[i] = __atomic_load_n(&from[i], __ATOMIC_RELAXED);
+    if (comm && stats) *stats = gpurdma::counters::snapshot(comm->stats);  // any thread, while the engine counts
 }
 
 }  // extern "C"

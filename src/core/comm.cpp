@@ -8,6 +8,7 @@
 
 #include "algo/host_team.h"
 #include "algo/selector.h"
+#include "core/counters.h"
 #include "gpu/buffer_query.h"
 #include "reduce/reduce.h"
 
@@ -120,9 +121,7 @@ gpurdma_comm::~gpurdma_comm()
 
 void gpurdma_comm::tally(uint64_t gpurdma_comm_stats_t::*field, uint64_t n)
 {
-    // Only the thread holding the engine writes; gpurdma_comm_get_stats reads from any
-    // thread (the shim, MPI_T), field by field: a relaxed store is a plain one on x86.
-    __atomic_store_n(&(stats.*field), stats.*field + n, __ATOMIC_RELAXED);
+    gpurdma::counters::add_alone(stats, field, n);  // the engine's holder only; read from any thread
     context->add_total(field, n);
 }
 

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "core/comm.h"
+#include "core/counters.h"
 
 #include "core/params.h"
 #include "topo/nic.h"
@@ -250,17 +251,11 @@ void gpurdma_context::deactivate(gpurdma_comm *comm)
 
 void gpurdma_context::add_total(uint64_t gpurdma_comm_stats_t::*field, uint64_t n)
 {
-    if (concurrent()) __atomic_fetch_add(&(totals.*field), n, __ATOMIC_RELAXED);
+    if (concurrent()) gpurdma::counters::add_shared(totals, field, n);
     else totals.*field += n;  // one thread: the reader (MPI_T) is this thread too
 }
 
 gpurdma_comm_stats_t gpurdma_context::read_totals() const
 {
-    // Every field is a uint64_t: each is read whole, though not all at one instant.
-    static_assert(sizeof(gpurdma_comm_stats_t) % sizeof(uint64_t) == 0, "counters are uint64_t");
-    gpurdma_comm_stats_t out{};
-    const auto *from = reinterpret_cast<const uint64_t *>(&totals);
-    auto *to = reinterpret_cast<uint64_t *>(&out);
-    for (size_t i = 0; i < sizeof out / sizeof(uint64_t); ++i) to[i] = __atomic_load_n(&from[i], __ATOMIC_RELAXED);
-    return out;
+    return gpurdma::counters::snapshot(totals);
 }
