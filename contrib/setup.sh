@@ -10,7 +10,8 @@ cd "$top"
 
 packages=(build-essential autoconf automake libtool pkg-config openmpi-bin libopenmpi-dev
           libucx-dev libhwloc-dev libgtest-dev iproute2 python3 python3-numpy python3-mpi4py procps
-          util-linux gfortran hpcc xz-utils)
+          util-linux gfortran hpcc xz-utils gdb)
+# gdb: a test's ranks that outlive its limit print their stacks before they are killed.
 if [ "${GPURDMA_SETUP_PLOT:-0}" = 1 ]; then packages+=(python3-matplotlib); fi
 # The tree is formatted with Debian 12's clang-format (14); other releases format
 # differently, so contrib/check-format.sh runs there only.

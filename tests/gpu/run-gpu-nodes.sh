@@ -38,7 +38,7 @@ step() {
     local out
     out=$("$launcher" --mode device "$@" 2>&1)
     local rc=$?
-    printf '%s\n' "$out" | grep -E '^(rank|FAIL|==)|leaked' | grep -v ': 0 leaked' | sed 's/^/   /'
+    printf '%s\n' "$out" | grep -E '^(rank|FAIL|==|stack of pid)|leaked' | grep -v ': 0 leaked' | sed 's/^/   /'
     local reports
     reports=$(printf '%s\n' "$out" | grep -c 'leaked')
     [ "$reports" -gt 0 ] && echo "   stand-in leak reports: $reports processes"

@@ -8,8 +8,10 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <new>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -58,6 +60,19 @@ int allgather(const void *send, void *recv, size_t bytes, void *arg)
         std::memcpy(static_cast<char *>(recv) + static_cast<size_t>(r) * bytes,
                     b->shared->data + static_cast<size_t>(r) * kSlotBytes, bytes);
     return barrier(b) ? 0 : -1;
+}
+
+// A rank still running at the limit: its threads' stacks (gdb, where installed) before
+// it is killed, so that a hang seen once, in CI, says where each thread waited.
+void print_stacks(pid_t pid)
+{
+    if (access("/usr/bin/gdb", X_OK) != 0) return;
+    const std::string cmd = "timeout 60 /usr/bin/gdb -p " + std::to_string(pid) +
+                            " -batch -nx -q -ex 'thread apply all bt 24' 2>/dev/null | grep -E '^(Thread|#)' | "
+                            "head -n 300 | sed 's/^/stack of pid " + std::to_string(pid) + ": /'";
+    std::fflush(nullptr);
+    if (std::system(cmd.c_str()) != 0) std::printf("stack of pid %d: gdb could not attach\n", static_cast<int>(pid));
+    std::fflush(nullptr);
 }
 
 }  // namespace
@@ -109,6 +124,8 @@ RankResult run_ranks(int size, const std::function<int(int, int, gpurdma_bootstr
         }
         if (left > 0 && std::chrono::steady_clock::now() > deadline) {
             result.timed_out = true;
+            for (size_t i = 0; i < pids.size(); ++i)
+                if (!done[i] && pids[i] > 0) print_stacks(pids[i]);
             for (size_t i = 0; i < pids.size(); ++i)
                 if (!done[i] && pids[i] > 0) kill(pids[i], SIGKILL);
             shared->failed.store(1);
