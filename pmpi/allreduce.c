@@ -58,6 +58,21 @@ static int raise_error(const pmpi_comm_t *c, int code)
     return code;
 }
 
+/* PMPI_Allreduce, called back on host copies (gpurdma_staged_host_call). */
+struct staged_args {
+    const pmpi_comm_t *c;
+    MPI_Count count;
+    MPI_Datatype dtype;
+    MPI_Op op;
+    bool large_count;
+};
+
+static int previous_on_host(const void *send, void *recv, void *arg)
+{
+    const struct staged_args *a = arg;
+    return previous(send ? send : MPI_IN_PLACE, recv, a->count, a->dtype, a->op, a->c->comm, a->large_count);
+}
+
 /* PMPI_Allreduce on host copies of the buffers' whole span, the result copied back. */
 static int staged_previous(const pmpi_comm_t *c, const void *sbuf, void *rbuf, MPI_Count count, MPI_Datatype dtype,
                            MPI_Op op, bool large_count)
@@ -66,27 +81,13 @@ static int staged_previous(const pmpi_comm_t *c, const void *sbuf, void *rbuf, M
     PMPI_Type_get_extent(dtype, &lb, &extent);
     PMPI_Type_get_true_extent(dtype, &true_lb, &true_extent);
     size_t span = count > 0 ? (size_t)(count - 1) * (size_t)extent + (size_t)true_extent : 0;
-    char *host_r = malloc(span ? span : 1), *host_s = NULL;
-    if (NULL == host_r) return raise_error(c, MPI_ERR_NO_MEM);
+    struct staged_args args = {c, count, dtype, op, large_count};
     int rc = MPI_SUCCESS;
-    bool in_place = sbuf == MPI_IN_PLACE;
-    if (in_place) {
-        if (span && GPURDMA_OK != gpurdma_memcpy(host_r, (char *)rbuf + true_lb, span)) rc = MPI_ERR_OTHER;
-    } else {
-        host_s = malloc(span ? span : 1);
-        if (NULL == host_s) rc = MPI_ERR_NO_MEM;
-        else if (span && GPURDMA_OK != gpurdma_memcpy(host_s, (const char *)sbuf + true_lb, span)) rc = MPI_ERR_OTHER;
-    }
-    if (MPI_SUCCESS == rc)
-        rc = previous(in_place ? MPI_IN_PLACE : host_s - true_lb, host_r - true_lb, count, dtype, op, c->comm,
-                      large_count);
-    if (MPI_SUCCESS == rc && span && GPURDMA_OK != gpurdma_memcpy((char *)rbuf + true_lb, host_r, span))
-        rc = MPI_ERR_OTHER;
-    free(host_s);
-    free(host_r);
-    if (MPI_ERR_OTHER == rc || MPI_ERR_NO_MEM == rc) {
+    gpurdma_status_t st = gpurdma_staged_host_call(sbuf == MPI_IN_PLACE ? NULL : sbuf, rbuf, span, true_lb,
+                                                   previous_on_host, &args, &rc);
+    if (GPURDMA_OK != st) {
         pmpi_output(0, "%s: copying GPU buffers for PMPI_Allreduce failed", c->name);
-        return raise_error(c, rc);
+        return raise_error(c, GPURDMA_ERR_NO_RESOURCE == st ? MPI_ERR_NO_MEM : MPI_ERR_OTHER);
     }
     return rc;
 }

@@ -99,6 +99,19 @@ int gpurdma_is_device_memory(const void *ptr);
 /* Copies bytes between host and device memory, in either direction. */
 gpurdma_status_t gpurdma_memcpy(void *dst, const void *src, size_t bytes);
 
+/*
+ * The previous allreduce on host copies of GPU buffers, for an MPI whose own collectives
+ * cannot read GPU memory: copies `span` bytes of each buffer (from its true lower bound,
+ * `true_lb` bytes off the pointer) to host memory, calls call(host_send, host_recv, arg)
+ * with pointers offset back by true_lb (host_send NULL when send is NULL: in place), and
+ * copies the result back. Returns GPURDMA_OK with *call_rc set to call's return (the
+ * result copied back only if it is 0), GPURDMA_ERR_NO_RESOURCE if host memory ran out,
+ * GPURDMA_ERR_TRANSPORT if a copy failed (*call_rc untouched unless call ran).
+ */
+typedef int (*gpurdma_host_call_fn_t)(const void *send, void *recv, void *arg);
+gpurdma_status_t gpurdma_staged_host_call(const void *send, void *recv, size_t span, ptrdiff_t true_lb,
+                                          gpurdma_host_call_fn_t call, void *arg, int *call_rc);
+
 /* ---- bootstrap: supplied by the caller, used only at set-up ---- */
 
 /*

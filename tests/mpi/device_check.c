@@ -37,8 +37,11 @@
  * Exit status: 0 if every check passed, 1 on any failure (each named), 77 with a SKIP
  * line when a rank finds no CUDA driver or device.
  *
+ * --blocking-only: MPI_Allreduce alone (under the MPICH interposer, which takes no other
+ * call: MPICH's own MPI_Iallreduce is not what is checked).
+ *
  * Usage: device_check [--quick] [--max-bytes N] [--device-per-rank] [--expect-device]
- *                     [--host-ranks a,b]
+ *                     [--host-ranks a,b] [--blocking-only]
  */
 #define _POSIX_C_SOURCE 200809L
 #include <mpi.h>
@@ -199,6 +202,9 @@ static void buffer_free(devptr p)
         cuda_must(cu.mem_free(p), "cuMemFree");
 }
 static bool g_quick;
+/* --blocking-only: the MPI's gpurdma takes MPI_Allreduce alone (the MPICH interposer);
+ * its nonblocking and persistent calls are the MPI's own, not checked here. */
+static bool g_blocking_only;
 static uint64_t g_digest = HASH_INIT; /* of the results since the last check_digests */
 static long long g_digested;
 
@@ -293,6 +299,8 @@ static bool call_ok(int rc, const char *what, const char *call)
 
 static void run_case(call_kind kind, const dtype_info *t, int op, size_t count, bool in_place, int salt)
 {
+    if (g_blocking_only && kind != KIND_BLOCKING)
+        return;
     char what[200];
     const uint64_t seed = case_seed(0, t, op, count, salt);
     const void *send = in_place ? MPI_IN_PLACE : (const void *)(uintptr_t)g_dsend;
@@ -394,6 +402,114 @@ static void section_sizes(void)
     }
 }
 
+/* ------------------------------------------------------------------ declined calls */
+
+/* What gpurdma declines (a user-defined op; a derived datatype) goes to the previous
+ * allreduce, which cannot read GPU memory: the component or interposer runs it on host
+ * copies of the buffers' span and copies the result back. g_gapped has a gap (ints 0
+ * and 2 of every 3 are data, int 1 is not) that the copy back must leave as it was. */
+static MPI_Datatype g_gapped;
+
+static void user_int_sum(void *in, void *inout, int *len, MPI_Datatype *dt)
+{
+    const int *a = in;
+    int *b = inout;
+    const bool gapped = *dt == g_gapped;
+    for (int i = 0; i < *len; i++) {
+        if (gapped) {
+            b[3 * i] += a[3 * i];
+            b[3 * i + 2] += a[3 * i + 2];
+        } else {
+            b[i] += a[i];
+        }
+    }
+}
+
+static void declined_case(call_kind kind, bool gapped, bool in_place, MPI_Op op)
+{
+    if (g_blocking_only && kind != KIND_BLOCKING)
+        return;
+    const size_t per = gapped ? 3 : 1; /* ints per element */
+    size_t count = g_max_bytes / sizeof(int) / per;
+    if (count > 1001)
+        count = 1001;
+    const size_t ints = count * per, bytes = ints * sizeof(int);
+    char what[200];
+    snprintf(what, sizeof what, "declined %s (user op on %s) x %zu%s", kind_name[kind],
+             gapped ? "a vector type with gaps" : "MPI_INT", count, in_place ? " in place" : "");
+    memset(g_scratch, GUARD_FILL, bytes + 2 * GUARD_BYTES);
+    to_buffer(g_drecv_base, g_scratch, bytes + 2 * GUARD_BYTES, "cuMemcpyHtoD (guard)");
+    int *in = (int *)g_in, *want = (int *)g_expected;
+    int fill;
+    memset(&fill, GUARD_FILL, sizeof fill);
+    for (size_t i = 0; i < ints; i++) {
+        const bool gap = gapped && i % 3 == 1;
+        in[i] = gap ? -7 : g_world_rank * 1000 + (int)i;
+        /* A gap keeps what the receive buffer had: the input in place, the guard fill not. */
+        want[i] = gap ? (in_place ? -7 : fill) : 1000 * (g_size * (g_size - 1) / 2) + g_size * (int)i;
+    }
+    to_buffer(in_place ? g_drecv : g_dsend, g_in, bytes, "cuMemcpyHtoD (input)");
+    const void *send = in_place ? MPI_IN_PLACE : (const void *)(uintptr_t)g_dsend;
+    void *recv = (void *)(uintptr_t)g_drecv;
+    const MPI_Datatype dt = gapped ? g_gapped : MPI_INT;
+    MPI_Request req;
+    bool ok = false;
+    if (kind == KIND_BLOCKING) {
+        ok = call_ok(MPI_Allreduce(send, recv, (int)count, dt, op, g_comm), what, "MPI_Allreduce");
+    } else if (kind == KIND_NONBLOCKING) {
+        ok = call_ok(MPI_Iallreduce(send, recv, (int)count, dt, op, g_comm, &req), what, "MPI_Iallreduce") &&
+             call_ok(MPI_Wait(&req, MPI_STATUS_IGNORE), what, "MPI_Wait");
+    } else {
+#if HAVE_PERSISTENT
+        ok = call_ok(ALLREDUCE_INIT(send, recv, (int)count, dt, op, g_comm, MPI_INFO_NULL, &req), what,
+                     "MPI_Allreduce_init") &&
+             call_ok(MPI_Start(&req), what, "MPI_Start") && call_ok(MPI_Wait(&req, MPI_STATUS_IGNORE), what, "MPI_Wait");
+        call_ok(MPI_Request_free(&req), what, "MPI_Request_free");
+#else
+        return;
+#endif
+    }
+    if (!ok)
+        return;
+    from_buffer(g_out, g_drecv_base, bytes + 2 * GUARD_BYTES, "cuMemcpyDtoH (result)");
+    const int *got = (const int *)(g_out + GUARD_BYTES);
+    for (size_t i = 0; i < ints; i++) {
+        if (got[i] != want[i]) {
+            fail("%s: int %zu expected %d got %d%s", what, i, want[i], got[i],
+                 gapped && i % 3 == 1 ? " (a gap of the datatype: the copy back wrote it)" : "");
+            return;
+        }
+    }
+    if (!bytes_are(g_out, GUARD_BYTES, GUARD_FILL) || !bytes_are(g_out + GUARD_BYTES + bytes, GUARD_BYTES, GUARD_FILL)) {
+        fail("%s: bytes written outside the receive buffer", what);
+        return;
+    }
+    if (!in_place) {
+        from_buffer(g_scratch, g_dsend, bytes, "cuMemcpyDtoH (send)");
+        if (memcmp(g_scratch, g_in, bytes) != 0) {
+            fail("%s: send buffer modified", what);
+            return;
+        }
+    }
+    g_passed++;
+}
+
+static void section_declined(void)
+{
+    MPI_Op op;
+    MPI_Op_create(user_int_sum, 1, &op);
+    MPI_Type_vector(2, 1, 2, MPI_INT, &g_gapped);
+    MPI_Type_commit(&g_gapped);
+    for (int gapped = 0; gapped < 2; gapped++) {
+        declined_case(KIND_BLOCKING, gapped, false, op);
+        declined_case(KIND_BLOCKING, gapped, true, op);
+        declined_case(KIND_NONBLOCKING, gapped, false, op);
+        declined_case(KIND_PERSISTENT, gapped, true, op);
+    }
+    MPI_Type_free(&g_gapped);
+    MPI_Op_free(&op);
+}
+
 /* ------------------------------------------------------------------ the device path */
 
 enum { PV_CALLS, PV_NODE, PV_RING, PV_RD, PV_HIER, PV_DEVICE, PV_COUNT };
@@ -432,7 +548,7 @@ static void usage(void)
 {
     if (g_world_rank == 0)
         fprintf(stderr, "usage: " PROGRAM " [--quick] [--max-bytes N] [--device-per-rank] [--expect-device] "
-                        "[--host-ranks a,b]\n");
+                        "[--host-ranks a,b] [--blocking-only]\n");
 }
 
 int main(int argc, char **argv)
@@ -454,6 +570,8 @@ int main(int argc, char **argv)
             g_max_bytes = (size_t)v;
         } else if (strcmp(argv[i], "--quick") == 0) {
             g_quick = true;
+        } else if (strcmp(argv[i], "--blocking-only") == 0) {
+            g_blocking_only = true;
         } else if (strcmp(argv[i], "--device-per-rank") == 0) {
             device_per_rank = true;
         } else if (strcmp(argv[i], "--expect-device") == 0) {
@@ -515,6 +633,7 @@ int main(int argc, char **argv)
     pvars_watch(&g_pvars, g_pvar_names, PV_COUNT);
     section_matrix();
     section_sizes();
+    section_declined();
     check_device_path(expect_device && !g_host_buffers);
     pvars_done(&g_pvars);
 

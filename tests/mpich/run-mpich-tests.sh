@@ -61,6 +61,19 @@ FALLBACK_PATTERNS=("fallback to PMPI_Allreduce (user-defined" "fallback to PMPI_
 run "fallback np=3" fallback 120 GPURDMA_VERBOSE=2 -- -n 3 "$bin/fallback_check" --quick
 run "lifecycle np=4, 200 dup-free cycles" used 240 -- -n 4 "$bin/lifecycle_check" 200
 
+# GPU buffers (a GPU, or the stand-in driver make check builds): the interposer's device
+# path, and what it declines (a user op, on MPI_INT and on a datatype with gaps) staged
+# through host memory for PMPI_Allreduce. Blocking calls only: the interposer takes no
+# other (Debian 12's MPICH 4.0.2 computes MPI_MIN and MPI_MAX on MPI_UNSIGNED_SHORT and
+# MPI_UINT64_T as signed, in its own MPI_Allreduce and MPI_Iallreduce alike).
+dev_env=()
+if ! "$build/tests/gpu/gpu_launcher" --mode probe >/dev/null 2>&1; then
+    dev_env=(LD_LIBRARY_PATH="$build/tests/gpu/fake${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" GPURDMA_FAKE_CUDA_LEAKS=1)
+fi
+FALLBACK_PATTERNS=("fallback to PMPI_Allreduce (user-defined.*staged through host memory")
+run "device buffers np=2, declined calls staged" fallback 240 GPURDMA_VERBOSE=2 "${dev_env[@]}" -- -n 2 \
+    "$bin/device_check" --quick --blocking-only --max-bytes 65536
+
 # A peer that stops (SIGSTOP) or arrives late: an MPI error naming stage, peer and host
 # through the communicator's error handler, no hang.
 TIMEOUT_PEER=1 run "stuck peer: SIGSTOP np=3" timeout 120 GPURDMA_TIMEOUT=3 -- -n 3 "$bin/stuck_peer_check" \

@@ -159,6 +159,21 @@ mca_coll_base_module_t *mca_coll_gpurdma_comm_query(struct ompi_communicator_t *
     return &m->super;
 }
 
+/* The previous allreduce, called back on host copies (gpurdma_staged_host_call). */
+struct staged_args {
+    mca_coll_gpurdma_module_t *m;
+    gpurdma_coll_count_t count;
+    struct ompi_datatype_t *dtype;
+    struct ompi_op_t *op;
+};
+
+static int previous_on_host(const void *send, void *recv, void *arg)
+{
+    struct staged_args *a = arg;
+    return a->m->prev_allreduce(send ? send : MPI_IN_PLACE, recv, a->count, a->dtype, a->op, a->m->comm,
+                                a->m->prev_allreduce_module);
+}
+
 /*
  * The previous module cannot read GPU memory (Open MPI is not CUDA-aware): give it
  * host copies of the buffers' whole span, then copy the result back.
@@ -170,26 +185,15 @@ static int staged_fallback(mca_coll_gpurdma_module_t *m, const void *sbuf, void 
     ompi_datatype_get_extent(dtype, &lb, &extent);
     ompi_datatype_get_true_extent(dtype, &true_lb, &true_extent);
     size_t span = count > 0 ? (size_t)(count - 1) * (size_t)extent + (size_t)true_extent : 0;
-    char *host_r = malloc(span ? span : 1), *host_s = NULL;
-    if (NULL == host_r) return OMPI_ERR_OUT_OF_RESOURCE;
+    struct staged_args args = {m, count, dtype, op};
     int rc = OMPI_SUCCESS;
-    bool in_place = sbuf == MPI_IN_PLACE;
-    if (in_place) {
-        if (span && GPURDMA_OK != gpurdma_memcpy(host_r, (char *)rbuf + true_lb, span)) rc = MPI_ERR_OTHER;
-    } else {
-        host_s = malloc(span ? span : 1);
-        if (NULL == host_s) rc = OMPI_ERR_OUT_OF_RESOURCE;
-        else if (span && GPURDMA_OK != gpurdma_memcpy(host_s, (const char *)sbuf + true_lb, span)) rc = MPI_ERR_OTHER;
-    }
-    if (OMPI_SUCCESS == rc)
-        rc = m->prev_allreduce(in_place ? MPI_IN_PLACE : host_s - true_lb, host_r - true_lb, count, dtype, op, m->comm,
-                               m->prev_allreduce_module);
-    if (OMPI_SUCCESS == rc && span && GPURDMA_OK != gpurdma_memcpy((char *)rbuf + true_lb, host_r, span))
-        rc = MPI_ERR_OTHER;
-    if (MPI_ERR_OTHER == rc)
+    gpurdma_status_t st = gpurdma_staged_host_call(sbuf == MPI_IN_PLACE ? NULL : sbuf, rbuf, span, true_lb,
+                                                   previous_on_host, &args, &rc);
+    if (GPURDMA_ERR_NO_RESOURCE == st) return OMPI_ERR_OUT_OF_RESOURCE;
+    if (GPURDMA_OK != st) {
         mca_coll_gpurdma_output(0, "%s: copying GPU buffers for the previous allreduce failed", m->name);
-    free(host_s);
-    free(host_r);
+        return MPI_ERR_OTHER;
+    }
     return rc;
 }
 
