@@ -69,7 +69,8 @@ void print_stacks(pid_t pid)
     if (access("/usr/bin/gdb", X_OK) != 0) return;
     const std::string cmd = "timeout 60 /usr/bin/gdb -p " + std::to_string(pid) +
                             " -batch -nx -q -ex 'thread apply all bt 24' 2>/dev/null | grep -E '^(Thread|#)' | "
-                            "head -n 300 | sed 's/^/stack of pid " + std::to_string(pid) + ": /'";
+                            "head -n 300 | sed 's/^/stack of pid " +
+                            std::to_string(pid) + ": /'";
     std::fflush(nullptr);
     if (std::system(cmd.c_str()) != 0) std::printf("stack of pid %d: gdb could not attach\n", static_cast<int>(pid));
     std::fflush(nullptr);
