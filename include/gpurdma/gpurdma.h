@@ -165,6 +165,9 @@ typedef struct gpurdma_config {
     int ib_sl; /* IB service level / RoCEv2 priority (NCCL_IB_SL), 0..15; -1: UCX's */
     int progress_thread; /* 1: a thread of the context advances nonblocking and persistent calls between
                                  the caller's calls (started by the first such call); 0: only inside them */
+    double progress_thread_pause_us; /* the thread's pause after a poll that moved nothing */
+    double progress_thread_grace_us; /* it keeps off while an MPI thread polls and this long after */
+    double progress_thread_linger_us; /* it polls on a timer this long after the last call, then sleeps */
     int threads; /* 1: several threads may call into the context at once (MPI_THREAD_MULTIPLE): UCX's
                                  worker is created thread-safe. Not a parameter: the caller's thread level */
     gpurdma_log_fn_t log; /* may be NULL */

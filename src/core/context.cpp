@@ -176,22 +176,21 @@ int gpurdma_context::progress_calls(bool report)
 
 void gpurdma_context::progress_thread_main()
 {
-    // Nothing moved: pause before polling again, so that the application's thread on
-    // the same core keeps most of it, while a multi-step call still advances every
-    // few tens of microseconds.
-    constexpr auto kIdlePause = std::chrono::microseconds(20);
-    // An MPI thread is polling, or polled within this long: it is waiting on its calls
-    // and drives them itself, so this thread sleeps instead of competing for the core
-    // and the engine; once the application computes again it takes over within this.
-    constexpr int64_t kCallerGraceNs = 100 * 1000;
-    // After the last call ended, keep checking on a timer this long before sleeping
-    // until woken: back-to-back calls then cost their MPI thread no wake-up each.
-    constexpr int64_t kLingerNs = 2 * 1000 * 1000;
+    // The pacing (coll_gpurdma_progress_thread_{pause,grace,linger}_us): a pause after a
+    // poll that moved nothing; keeping off while an MPI thread polls, and this long
+    // after; polling on a timer for a while after the last call before sleeping.
+    const auto ns = [](double us) { return static_cast<int64_t>(us * 1e3); };
+    const auto idle_pause = std::chrono::nanoseconds(ns(config.progress_thread_pause_us));
+    const int64_t caller_grace_ns = ns(config.progress_thread_grace_us);
+    const int64_t linger_ns = ns(config.progress_thread_linger_us);
+    // The timer's period while lingering: the grace, so that a caller that returns sees
+    // the thread within it (never a zero sleep: a busy loop).
+    const auto linger_step = std::chrono::nanoseconds(std::max<int64_t>(caller_grace_ns, 1000));
     int64_t quiet_since = steady_ns();
     for (;;) {
         if (active_count_.load(std::memory_order_acquire) == 0) {
-            if (steady_ns() - quiet_since < kLingerNs) {
-                std::this_thread::sleep_for(std::chrono::nanoseconds(kCallerGraceNs));
+            if (steady_ns() - quiet_since < linger_ns) {
+                std::this_thread::sleep_for(linger_step);
                 if (!stopping_requested_.load(std::memory_order_relaxed)) continue;
             }
             std::unique_lock<std::mutex> hold(wake_lock_);
@@ -205,15 +204,15 @@ void gpurdma_context::progress_thread_main()
         const int64_t since_caller = callers_polling_.load(std::memory_order_relaxed) > 0
                                          ? 0
                                          : quiet_since - caller_poll_ns_.load(std::memory_order_relaxed);
-        if (since_caller < kCallerGraceNs) {
-            std::this_thread::sleep_for(std::chrono::nanoseconds(kCallerGraceNs - since_caller));
+        if (since_caller < caller_grace_ns) {
+            std::this_thread::sleep_for(std::chrono::nanoseconds(caller_grace_ns - since_caller));
             continue;
         }
         // The worker is thread-safe whenever this thread exists (transport()).
         gpurdma::transport::UcxContext *u = ucx_started_.load(std::memory_order_acquire);
         int events = u ? static_cast<int>(u->progress()) : 0;
         events += progress_calls(false);
-        if (events == 0) std::this_thread::sleep_for(kIdlePause);
+        if (events == 0 && idle_pause.count() > 0) std::this_thread::sleep_for(idle_pause);
     }
 }
 

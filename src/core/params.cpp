@@ -114,6 +114,20 @@ const gpurdma_param_info_t kTable[] = {
            "are reported by the next MPI call). It buys overlap (about 50% at np=2, 30-45% at np=4 from "
            "256 KiB) at the cost of the calls' own time (about 2x when the application waits at once). 0: those "
            "calls move only inside MPI calls, as libnbc's"),
+    number("progress_thread_pause_us", DOUBLE, FIELD(progress_thread_pause_us), 20.0, in(0, 1e6, "is not in [0, 1e6]"),
+           kLocal, 9,
+           "With progress_thread: microseconds the thread pauses when a poll of the calls in flight moved "
+           "nothing, so that the application's thread on the same core keeps most of it while a multi-step call "
+           "still advances every few tens of microseconds"),
+    number("progress_thread_grace_us", DOUBLE, FIELD(progress_thread_grace_us), 100.0, in(0, 1e6, "is not in [0, 1e6]"),
+           kLocal, 9,
+           "With progress_thread: while an MPI thread polls (MPI_Wait, MPI_Test) and for this many microseconds "
+           "after, the thread sleeps instead of competing for the core and the engine; once the application "
+           "computes again it takes over within this"),
+    number("progress_thread_linger_us", DOUBLE, FIELD(progress_thread_linger_us), 2000.0,
+           in(0, 1e7, "is not in [0, 1e7]"), kLocal, 9,
+           "With progress_thread: microseconds the thread keeps checking on a timer after the last call in flight "
+           "ended, before it sleeps until woken, so that back-to-back calls cost their MPI thread no wake-up each"),
     number("spin_us", DOUBLE, FIELD(spin_us), 20.0, in(-kInfinity, 1e6, "is over 1 s"), kLocal, 7,
            "Microseconds a rank waits for a peer by spinning before it starts yielding its core "
            "(sched_yield) for the rest of that wait: a longer wait means the peer is not running, e.g. other "
