@@ -80,11 +80,10 @@ static int staged_previous(const pmpi_comm_t *c, const void *sbuf, void *rbuf, M
     MPI_Aint lb, extent, true_lb, true_extent;
     PMPI_Type_get_extent(dtype, &lb, &extent);
     PMPI_Type_get_true_extent(dtype, &true_lb, &true_extent);
-    size_t span = count > 0 ? (size_t)(count - 1) * (size_t)extent + (size_t)true_extent : 0;
     struct staged_args args = {c, count, dtype, op, large_count};
     int rc = MPI_SUCCESS;
-    gpurdma_status_t st =
-        gpurdma_staged_host_call(sbuf == MPI_IN_PLACE ? NULL : sbuf, rbuf, span, true_lb, previous_on_host, &args, &rc);
+    gpurdma_status_t st = gpurdma_staged_host_call(sbuf == MPI_IN_PLACE ? NULL : sbuf, rbuf, (size_t)count, extent,
+                                                   true_lb, true_extent, previous_on_host, &args, &rc);
     if (GPURDMA_OK != st) {
         pmpi_output(0, "%s: copying GPU buffers for PMPI_Allreduce failed", c->name);
         return raise_error(c, GPURDMA_ERR_NO_RESOURCE == st ? MPI_ERR_NO_MEM : MPI_ERR_OTHER);

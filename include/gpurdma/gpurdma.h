@@ -101,16 +101,18 @@ gpurdma_status_t gpurdma_memcpy(void *dst, const void *src, size_t bytes);
 
 /*
  * The previous allreduce on host copies of GPU buffers, for an MPI whose own collectives
- * cannot read GPU memory: copies `span` bytes of each buffer (from its true lower bound,
- * `true_lb` bytes off the pointer) to host memory, calls call(host_send, host_recv, arg)
- * with pointers offset back by true_lb (host_send NULL when send is NULL: in place), and
- * copies the result back. Returns GPURDMA_OK with *call_rc set to call's return (the
- * result copied back only if it is 0), GPURDMA_ERR_NO_RESOURCE if host memory ran out,
- * GPURDMA_ERR_TRANSPORT if a copy failed (*call_rc untouched unless call ran).
+ * cannot read GPU memory: copies the span of `count` elements of a datatype (extent,
+ * true lower bound, true extent, in bytes) of each buffer to host memory, calls
+ * call(host_send, host_recv, arg) with pointers placed as the buffers are (host_send
+ * NULL when send is NULL: in place), and copies the result back. Returns GPURDMA_OK with
+ * *call_rc set to call's return (the result copied back only if it is 0),
+ * GPURDMA_ERR_NO_RESOURCE if host memory ran out, GPURDMA_ERR_TRANSPORT if a copy failed
+ * (*call_rc untouched unless call ran).
  */
 typedef int (*gpurdma_host_call_fn_t)(const void *send, void *recv, void *arg);
-gpurdma_status_t gpurdma_staged_host_call(const void *send, void *recv, size_t span, ptrdiff_t true_lb,
-                                          gpurdma_host_call_fn_t call, void *arg, int *call_rc);
+gpurdma_status_t gpurdma_staged_host_call(const void *send, void *recv, size_t count, ptrdiff_t extent,
+                                          ptrdiff_t true_lb, ptrdiff_t true_extent, gpurdma_host_call_fn_t call,
+                                          void *arg, int *call_rc);
 
 /* ---- bootstrap: supplied by the caller, used only at set-up ---- */
 

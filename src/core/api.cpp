@@ -192,9 +192,11 @@ gpurdma_status_t gpurdma_memcpy(void *dst, const void *src, size_t bytes)
     }
 }
 
-gpurdma_status_t gpurdma_staged_host_call(const void *send, void *recv, size_t span, ptrdiff_t true_lb,
-                                          gpurdma_host_call_fn_t call, void *arg, int *call_rc)
+gpurdma_status_t gpurdma_staged_host_call(const void *send, void *recv, size_t count, ptrdiff_t extent,
+                                          ptrdiff_t true_lb, ptrdiff_t true_extent, gpurdma_host_call_fn_t call,
+                                          void *arg, int *call_rc)
 {
+    const size_t span = count > 0 ? (count - 1) * static_cast<size_t>(extent) + static_cast<size_t>(true_extent) : 0;
     try {
         // Both shims (Open MPI's component, the MPICH interposer) stage the same way.
         const size_t bytes = std::max<size_t>(span, 1);

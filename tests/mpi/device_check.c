@@ -222,6 +222,24 @@ static void prepare(const dtype_info *t, int op, size_t count, bool in_place, ui
     compute_expected(t, op, g_size, count, seed, g_expected, g_scratch);
 }
 
+/* After verify's or declined_case's result check (g_out holds the receive allocation):
+ * the guards around the result, and the send buffer (unless in place) as prepared. */
+static bool guards_and_send_kept(const char *what, size_t bytes, bool in_place)
+{
+    if (!bytes_are(g_out, GUARD_BYTES, GUARD_FILL) || !bytes_are(g_out + GUARD_BYTES + bytes, GUARD_BYTES, GUARD_FILL)) {
+        fail("%s: bytes written outside the receive buffer", what);
+        return false;
+    }
+    if (!in_place) {
+        from_buffer(g_scratch, g_dsend, bytes, "cuMemcpyDtoH (send)");
+        if (memcmp(g_scratch, g_in, bytes) != 0) {
+            fail("%s: send buffer modified", what);
+            return false;
+        }
+    }
+    return true;
+}
+
 /* The result against the reference, the guards and the send buffer; (types without
  * padding) into the digest. */
 static void verify(const char *what, const dtype_info *t, size_t count, bool in_place)
@@ -229,8 +247,6 @@ static void verify(const char *what, const dtype_info *t, size_t count, bool in_
     const size_t bytes = count * t->size;
     from_buffer(g_out, g_drecv_base, bytes + 2 * GUARD_BYTES, "cuMemcpyDtoH (result)");
     const unsigned char *got = g_out + GUARD_BYTES;
-    if (!in_place)
-        from_buffer(g_scratch, g_dsend, bytes, "cuMemcpyDtoH (send)");
     size_t first_bad, nlib;
     bool ok = false;
     const size_t nbad = matrix_compare(t, count, g_expected, NULL, got, &first_bad, &nlib);
@@ -240,12 +256,8 @@ static void verify(const char *what, const dtype_info *t, size_t count, bool in_
         t->show(got + first_bad * t->size, g_str, sizeof g_str);
         fail("%s: index %zu expected %s got %s (%zu of %zu elements wrong)", what, first_bad, e_str, g_str, nbad,
              count);
-    } else if (!bytes_are(g_out, GUARD_BYTES, GUARD_FILL) || !bytes_are(got + bytes, GUARD_BYTES, GUARD_FILL)) {
-        fail("%s: bytes written outside the receive buffer", what);
-    } else if (!in_place && memcmp(g_scratch, g_in, bytes) != 0) {
-        fail("%s: send buffer modified", what);
     } else {
-        ok = true;
+        ok = guards_and_send_kept(what, bytes, in_place);
     }
     /* Padding bytes (long double, value-index pairs) are not part of the result. */
     if (t->flags & T_BITWISE) {
@@ -489,18 +501,8 @@ static void declined_case(call_kind kind, bool gapped, bool in_place, MPI_Op op)
             return;
         }
     }
-    if (!bytes_are(g_out, GUARD_BYTES, GUARD_FILL) || !bytes_are(g_out + GUARD_BYTES + bytes, GUARD_BYTES, GUARD_FILL)) {
-        fail("%s: bytes written outside the receive buffer", what);
-        return;
-    }
-    if (!in_place) {
-        from_buffer(g_scratch, g_dsend, bytes, "cuMemcpyDtoH (send)");
-        if (memcmp(g_scratch, g_in, bytes) != 0) {
-            fail("%s: send buffer modified", what);
-            return;
-        }
-    }
-    g_passed++;
+    if (guards_and_send_kept(what, bytes, in_place))
+        g_passed++;
 }
 
 static void section_declined(void)

@@ -184,11 +184,10 @@ static int staged_fallback(mca_coll_gpurdma_module_t *m, const void *sbuf, void 
     ptrdiff_t lb, extent, true_lb, true_extent;
     ompi_datatype_get_extent(dtype, &lb, &extent);
     ompi_datatype_get_true_extent(dtype, &true_lb, &true_extent);
-    size_t span = count > 0 ? (size_t)(count - 1) * (size_t)extent + (size_t)true_extent : 0;
     struct staged_args args = {m, count, dtype, op};
     int rc = OMPI_SUCCESS;
-    gpurdma_status_t st =
-        gpurdma_staged_host_call(sbuf == MPI_IN_PLACE ? NULL : sbuf, rbuf, span, true_lb, previous_on_host, &args, &rc);
+    gpurdma_status_t st = gpurdma_staged_host_call(sbuf == MPI_IN_PLACE ? NULL : sbuf, rbuf, (size_t)count, extent,
+                                                   true_lb, true_extent, previous_on_host, &args, &rc);
     if (GPURDMA_ERR_NO_RESOURCE == st) return OMPI_ERR_OUT_OF_RESOURCE;
     if (GPURDMA_OK != st) {
         mca_coll_gpurdma_output(0, "%s: copying GPU buffers for the previous allreduce failed", m->name);
