@@ -68,7 +68,7 @@ gpurdma_comm::gpurdma_comm(gpurdma_context *ctx, const gpurdma_comm_params_t &pa
       size(params.size),
       bootstrap(params.bootstrap),
       name(params.name ? params.name : "communicator"),
-      staging_(name, ctx->config.timeout_s, &ctx->log,
+      staging_(name, ctx->config.timeout_s, &ctx->log, &buffers_,
                [this](const gpurdma::algo::Call &host_call) -> gpurdma::algo::Algorithm * {
                    return size > 1 ? &selector_->choose(host_call) : nullptr;
                })
@@ -172,6 +172,7 @@ gpurdma::gpu::DeviceSetup gpurdma_comm::device_setup() const
     setup.config = &context->config;
     setup.rail_device = context->rail_device;
     setup.ucx = [ctx = context](std::string *why) { return ctx->transport(why); };
+    setup.buffers = &buffers_;
     return setup;
 }
 
@@ -511,7 +512,7 @@ gpurdma_status_t gpurdma_comm::allreduce(const gpurdma::algo::Call &call)
     if (call.count == 0) return GPURDMA_OK;
     // GPU buffers arrive as raw pointers from a non-CUDA-aware Open MPI: recognise them
     // before anything touches them from the CPU.
-    const bool device_buffers = gpurdma::gpu::touches_device_memory(call);
+    const bool device_buffers = buffers_.touches_device_memory(call);
     conclude_ended();  // callbacks in start order, before this call's
     const Status ready = prepare(call, device_buffers, Kind::Blocking);
     if (ready.is_unsupported()) return GPURDMA_ERR_UNSUPPORTED;  // handed on, the communicator intact
@@ -557,7 +558,7 @@ gpurdma_status_t gpurdma_comm::create(const gpurdma::algo::Call &call, Kind kind
     std::lock_guard<Engine> hold(engine_);
     if (broken_) return GPURDMA_ERR_BROKEN;
     if (!gpurdma::reduce::supported(call.op, call.dtype)) return GPURDMA_ERR_UNSUPPORTED;
-    const bool device_buffers = call.count > 0 && gpurdma::gpu::touches_device_memory(call);
+    const bool device_buffers = call.count > 0 && buffers_.touches_device_memory(call);
     if (call.count > 0) {
         const Status ready = prepare(call, device_buffers, kind);
         if (ready.is_unsupported()) return GPURDMA_ERR_UNSUPPORTED;

@@ -157,6 +157,8 @@ private:
     std::unique_ptr<gpurdma::algo::HostTeam> team_;
     std::unique_ptr<gpurdma::algo::Selector> selector_;  // released before the team it uses
     std::optional<gpurdma::exec::ProgressLoop> device_loop_;
+    // What each call's buffers are (asked once per call), read by the paths below.
+    gpurdma::gpu::BufferQuery buffers_;
     // Host copies of GPU buffers (kept between calls), their stream and event; uses selector_.
     gpurdma::gpu::HostStaging staging_;
     std::unique_ptr<gpurdma::gpu::DeviceAllreduce> device_;  // last: released first

@@ -4,14 +4,6 @@ namespace gpurdma::gpu {
 
 namespace {
 
-struct BufferQuery {
-    const void *send = nullptr;
-    const void *recv = nullptr;
-    PointerInfo sinfo, rinfo;
-    bool valid = false;
-};
-thread_local BufferQuery t_last_query;
-
 bool in_place(const algo::Call &call)
 {
     return call.sendbuf == nullptr || call.sendbuf == call.recvbuf;
@@ -19,25 +11,32 @@ bool in_place(const algo::Call &call)
 
 }  // namespace
 
-bool touches_device_memory(const algo::Call &call)
+bool BufferQuery::touches_device_memory(const algo::Call &call)
 {
     const auto &cuda = CudaDriver::instance();
-    if (!cuda.available()) return false;  // buffer_info then never runs: no thread-local to touch
-    BufferQuery &q = t_last_query;
-    q.send = call.sendbuf;
-    q.recv = call.recvbuf;
-    q.rinfo = cuda.query(call.recvbuf);
-    q.sinfo = in_place(call) ? q.rinfo : cuda.query(call.sendbuf);
-    q.valid = q.rinfo.kind == MemoryKind::Device || q.sinfo.kind == MemoryKind::Device;
-    return q.valid;
+    if (!cuda.available()) return false;  // info() then never runs
+    send_ = call.sendbuf;
+    recv_ = call.recvbuf;
+    rinfo_ = cuda.query(call.recvbuf);
+    sinfo_ = in_place(call) ? rinfo_ : cuda.query(call.sendbuf);
+    valid_ = rinfo_.kind == MemoryKind::Device || sinfo_.kind == MemoryKind::Device;
+    return valid_;
 }
 
-void buffer_info(const algo::Call &call, PointerInfo *sinfo, PointerInfo *rinfo)
+void BufferQuery::info(const algo::Call &call, PointerInfo *sinfo, PointerInfo *rinfo) const
 {
-    const BufferQuery &q = t_last_query;
-    if (q.valid && q.send == call.sendbuf && q.recv == call.recvbuf) {
-        *sinfo = q.sinfo;
-        *rinfo = q.rinfo;
+    if (valid_ && send_ == call.sendbuf && recv_ == call.recvbuf) {
+        *sinfo = sinfo_;
+        *rinfo = rinfo_;
+        return;
+    }
+    buffer_info(nullptr, call, sinfo, rinfo);
+}
+
+void buffer_info(const BufferQuery *recorded, const algo::Call &call, PointerInfo *sinfo, PointerInfo *rinfo)
+{
+    if (recorded) {
+        recorded->info(call, sinfo, rinfo);
         return;
     }
     const auto &cuda = CudaDriver::instance();

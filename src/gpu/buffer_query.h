@@ -1,8 +1,12 @@
 // What the driver says about a call's buffers, asked once per call on the latency
-// path: the dispatcher asks touches_device_memory() as each call arrives, and the path
-// that then takes the call (the one-node or hierarchical device path, or staging
-// through host memory) reads the same answers with buffer_info() instead of asking
-// again (cuPointerGetAttributes costs about a microsecond per buffer).
+// path: the communicator asks touches_device_memory() as each call arrives, and the
+// path that then takes the call (the one-node or hierarchical device path, or staging
+// through host memory) reads the same answers with info() instead of asking again
+// (cuPointerGetAttributes costs about a microsecond per buffer).
+//
+// One per communicator, used under its engine (calls arrive and start there), so the
+// record is the communicator's, not a thread's (it was a thread_local: dynamic TLS in a
+// dlopened component, a hidden state of every thread that ever called).
 #pragma once
 
 #include "algo/algorithm.h"
@@ -10,16 +14,28 @@
 
 namespace gpurdma::gpu {
 
-// True if the call's send or receive buffer is GPU device memory (CUDA driver loaded at
-// run time). Records the answers for this thread's next buffer_info() on this call.
-bool touches_device_memory(const algo::Call &call);
+class BufferQuery {
+public:
+    // True if the call's send or receive buffer is GPU device memory (CUDA driver loaded
+    // at run time). Records the answers for the next info() on this call.
+    bool touches_device_memory(const algo::Call &call);
 
-// The call's buffers: the answers recorded by this thread's last touches_device_memory()
-// when that was about the same two addresses, else the driver's. Every call reaches
-// touches_device_memory() when it arrives, so a recorded answer is about this call or an
-// earlier one still pending on the same addresses (the same memory: a pending or
-// persistent call's buffers may not be freed); a later call on reused addresses
-// records again before anything reads its answers.
-void buffer_info(const algo::Call &call, PointerInfo *sinfo, PointerInfo *rinfo);
+    // The call's buffers: the answers recorded by the last touches_device_memory() when
+    // that was about the same two addresses, else the driver's. Every call reaches
+    // touches_device_memory() when it arrives, so a recorded answer is about this call
+    // or an earlier one still pending on the same addresses (the same memory: a pending
+    // or persistent call's buffers may not be freed); a later call on reused addresses
+    // records again before anything reads its answers.
+    void info(const algo::Call &call, PointerInfo *sinfo, PointerInfo *rinfo) const;
+
+private:
+    const void *send_ = nullptr;
+    const void *recv_ = nullptr;
+    PointerInfo sinfo_, rinfo_;
+    bool valid_ = false;
+};
+
+// The driver's answers without a record (no communicator at hand).
+void buffer_info(const BufferQuery *recorded, const algo::Call &call, PointerInfo *sinfo, PointerInfo *rinfo);
 
 }  // namespace gpurdma::gpu

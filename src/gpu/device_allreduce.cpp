@@ -45,7 +45,7 @@ Status DeviceAllreduce::ready_for(const algo::Call &call, PointerInfo *sinfo, Po
                      setup_.name.c_str(), gpurdma_op_name(call.op), gpurdma_dtype_name(call.dtype));
         return Status::unsupported("no device kernel (long double)");
     }
-    buffer_info(call, sinfo, rinfo);
+    buffer_info(setup_.buffers, call, sinfo, rinfo);
     // Small messages: two copies and the host latency path cost less than the device
     // path's barriers, kernel and copies (by size: every rank decides alike).
     const size_t bytes = call.count * reduce::dtype_size(call.dtype);

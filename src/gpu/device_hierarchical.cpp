@@ -277,7 +277,7 @@ Status DeviceHierarchical::ready_for(const algo::Call &call, PointerInfo *sinfo,
 {
     if (!reduce::device::device_supported(call.op, call.dtype))
         return Status::unsupported("no device kernel (long double)");
-    buffer_info(call, sinfo, rinfo);
+    buffer_info(setup_.buffers, call, sinfo, rinfo);
     if (team_state_ == Team::NotYet) {
         const Status st = set_up(rinfo->kind == MemoryKind::Device ? *rinfo : *sinfo);
         if (!st.is_ok()) return st;

@@ -26,6 +26,7 @@
 #include "base/noncopyable.h"
 #include "base/status.h"
 #include "base/text.h"
+#include "gpu/buffer_query.h"
 #include "gpu/cuda_driver.h"
 #include "gpu/gdr_decision.h"
 #include "gpu/ipc_cache.h"
@@ -54,6 +55,7 @@ struct DeviceSetup {
     const gpurdma_config_t *config = nullptr;  // gdr_level, ...
     std::string rail_device;  // this process's NIC ("" = UCX's choice)
     std::function<transport::UcxContext *(std::string *why)> ucx;  // starts UCX on demand (inter-node verdict)
+    const BufferQuery *buffers = nullptr;  // the communicator's record of each call's buffers
 };
 
 // One per rank of the node in the node-shared control block. Stage words only grow (call

@@ -11,8 +11,9 @@
 
 namespace gpurdma::gpu {
 
-HostStaging::HostStaging(std::string name, double timeout_s, const Logger *log, Chooser choose)
-    : name_(std::move(name)), timeout_s_(timeout_s), log_(log), choose_(std::move(choose))
+HostStaging::HostStaging(std::string name, double timeout_s, const Logger *log, const BufferQuery *buffers,
+                         Chooser choose)
+    : name_(std::move(name)), timeout_s_(timeout_s), log_(log), buffers_(buffers), choose_(std::move(choose))
 {}
 
 HostStaging::~HostStaging()
@@ -95,7 +96,7 @@ Status HostStaging::start(const algo::Call &call)
     failure_.clear();
     algorithm_ = nullptr;
     PointerInfo sinfo;
-    buffer_info(call, &sinfo, &rinfo_);
+    buffer_info(buffers_, call, &sinfo, &rinfo_);
     bytes_ = call.count * reduce::dtype_size(call.dtype);
     const CUcontext ctx = rinfo_.kind == MemoryKind::Device ? rinfo_.context : sinfo.context;
     use_context(ctx);

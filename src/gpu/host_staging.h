@@ -23,6 +23,7 @@
 #include "base/log.h"
 #include "base/noncopyable.h"
 #include "base/status.h"
+#include "gpu/buffer_query.h"
 #include "gpu/copy_fence.h"
 #include "gpu/cuda_driver.h"
 #include "gpu/pinned_buffer.h"
@@ -36,7 +37,8 @@ public:
     using Chooser = std::function<algo::Algorithm *(const algo::Call &host_call)>;
 
     // timeout_s bounds the wait in the destructor for a copy still running (a failed call's).
-    HostStaging(std::string name, double timeout_s, const Logger *log, Chooser choose);
+    // buffers: the communicator's record of what each call's buffers are.
+    HostStaging(std::string name, double timeout_s, const Logger *log, const BufferQuery *buffers, Chooser choose);
     ~HostStaging() override;
 
     // Launches the copies of the call's GPU data to the host copies (staging in).
@@ -74,6 +76,7 @@ private:
     std::string name_;  // the communicator, for messages
     double timeout_s_;
     const Logger *log_;
+    const BufferQuery *buffers_;
     Chooser choose_;
     std::string why_;  // why the last host copy allocated is not page-locked ("" if it is)
 
