@@ -100,14 +100,30 @@ int gpurdma_is_device_memory(const void *ptr);
 gpurdma_status_t gpurdma_memcpy(void *dst, const void *src, size_t bytes);
 
 /*
- * The previous allreduce on host copies of GPU buffers, for an MPI whose own collectives
- * cannot read GPU memory: copies the span of `count` elements of a datatype (extent,
- * true lower bound, true extent, in bytes) of each buffer to host memory, calls
- * call(host_send, host_recv, arg) with pointers placed as the buffers are (host_send
- * NULL when send is NULL: in place), and copies the result back. Returns GPURDMA_OK with
- * *call_rc set to call's return (the result copied back only if it is 0),
- * GPURDMA_ERR_NO_RESOURCE if host memory ran out, GPURDMA_ERR_TRANSPORT if a copy failed
- * (*call_rc untouched unless call ran).
+ * Host copies of a call's GPU buffers, for an MPI whose own collectives cannot read GPU
+ * memory: the span of `count` elements of a datatype (extent, true lower bound, true
+ * extent, in bytes) of each buffer (send NULL: in place, no send copy). The receive span
+ * is copied too: it is the operand in place, and the copy back must keep the bytes a
+ * datatype's gaps leave alone. gpurdma_host_copies_create allocates and fills them;
+ * _send and _recv give pointers placed as the buffers are (_send NULL in place); _fill
+ * copies the GPU data in again (a persistent call's next start); _copy_back copies the
+ * receive copy to the GPU buffer; _destroy frees them (NULL is ignored). Each returns
+ * GPURDMA_ERR_NO_RESOURCE if host memory ran out, GPURDMA_ERR_TRANSPORT if a copy failed.
+ */
+typedef struct gpurdma_host_copies gpurdma_host_copies_t;
+gpurdma_status_t gpurdma_host_copies_create(const void *send, void *recv, size_t count, ptrdiff_t extent,
+                                            ptrdiff_t true_lb, ptrdiff_t true_extent, gpurdma_host_copies_t **out);
+gpurdma_status_t gpurdma_host_copies_fill(gpurdma_host_copies_t *copies);
+void *gpurdma_host_copies_send(gpurdma_host_copies_t *copies);
+void *gpurdma_host_copies_recv(gpurdma_host_copies_t *copies);
+gpurdma_status_t gpurdma_host_copies_copy_back(gpurdma_host_copies_t *copies);
+void gpurdma_host_copies_destroy(gpurdma_host_copies_t *copies);
+
+/*
+ * The previous blocking allreduce on host copies: creates them, calls
+ * call(host_send, host_recv, arg), copies the result back and frees them. Returns
+ * GPURDMA_OK with *call_rc set to call's return (the result copied back only if it is
+ * 0), or an error of the copies (*call_rc untouched unless call ran).
  */
 typedef int (*gpurdma_host_call_fn_t)(const void *send, void *recv, void *arg);
 gpurdma_status_t gpurdma_staged_host_call(const void *send, void *recv, size_t count, ptrdiff_t extent,

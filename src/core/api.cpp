@@ -192,29 +192,6 @@ gpurdma_status_t gpurdma_memcpy(void *dst, const void *src, size_t bytes)
     }
 }
 
-gpurdma_status_t gpurdma_staged_host_call(const void *send, void *recv, size_t count, ptrdiff_t extent,
-                                          ptrdiff_t true_lb, ptrdiff_t true_extent, gpurdma_host_call_fn_t call,
-                                          void *arg, int *call_rc)
-{
-    const size_t span = count > 0 ? (count - 1) * static_cast<size_t>(extent) + static_cast<size_t>(true_extent) : 0;
-    try {
-        // Both shims (Open MPI's component, the MPICH interposer) stage the same way.
-        const size_t bytes = std::max<size_t>(span, 1);
-        std::unique_ptr<char[]> host_send(send ? new char[bytes] : nullptr), host_recv(new char[bytes]);
-        const auto at = [true_lb](const void *p) { return static_cast<const char *>(p) + true_lb; };
-        // The receive span too: it is the operand in place, and the copy back must keep
-        // the bytes a datatype's gaps leave alone.
-        gpurdma_status_t st = span ? gpurdma_memcpy(host_recv.get(), at(recv), span) : GPURDMA_OK;
-        if (st == GPURDMA_OK && send && span) st = gpurdma_memcpy(host_send.get(), at(send), span);
-        if (st != GPURDMA_OK) return st;
-        *call_rc = call(send ? host_send.get() - true_lb : nullptr, host_recv.get() - true_lb, arg);
-        if (*call_rc == 0 && span) st = gpurdma_memcpy(const_cast<char *>(at(recv)), host_recv.get(), span);
-        return st;
-    } catch (const std::bad_alloc &) {
-        return GPURDMA_ERR_NO_RESOURCE;
-    }
-}
-
 const char *gpurdma_comm_last_error(const gpurdma_comm_t *comm)
 {
     return comm ? comm->last_error.c_str() : "";

@@ -205,8 +205,6 @@ static bool g_quick;
 /* --blocking-only: the MPI's gpurdma takes MPI_Allreduce alone (the MPICH interposer);
  * its nonblocking and persistent calls are the MPI's own, not checked here. */
 static bool g_blocking_only;
-/* --host-ranks given: some ranks pass host memory, the others GPU memory. */
-static bool g_mixed_kinds;
 static uint64_t g_digest = HASH_INIT; /* of the results since the last check_digests */
 static long long g_digested;
 
@@ -443,13 +441,6 @@ static void declined_case(call_kind kind, bool gapped, bool in_place, MPI_Op op)
 {
     if (g_blocking_only && kind != KIND_BLOCKING)
         return;
-    /* Known bug, not yet fixed: a declined nonblocking or persistent call goes to the
-     * previous module's nonblocking allreduce where this rank's buffers are in host
-     * memory, but to the staged blocking allreduce where they are on the GPU, so ranks
-     * that mix the two run different algorithms and wait for each other for ever. With
-     * --host-ranks only the blocking forms (the same previous allreduce everywhere). */
-    if (g_mixed_kinds && kind != KIND_BLOCKING)
-        return;
     const size_t per = gapped ? 3 : 1; /* ints per element */
     size_t count = g_max_bytes / sizeof(int) / per;
     if (count > 1001)
@@ -588,7 +579,6 @@ int main(int argc, char **argv)
         } else if (strcmp(argv[i], "--expect-device") == 0) {
             expect_device = true;
         } else if (strcmp(argv[i], "--host-ranks") == 0 && i + 1 < argc) {
-            g_mixed_kinds = true;
             /* a comma-separated list of world ranks */
             for (char *item = strtok(argv[++i], ","); item; item = strtok(NULL, ","))
                 if (atoi(item) == g_world_rank)

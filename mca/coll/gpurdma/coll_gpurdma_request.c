@@ -14,6 +14,7 @@
  * nothing of the core's. A request holds its module (and so the core communicator)
  * until it is released.
  */
+#include "coll_gpurdma_request.h"
 #include "coll_gpurdma.h"
 
 #include <pthread.h>
@@ -21,35 +22,6 @@
 #include <stdint.h>
 
 #include "ompi/datatype/ompi_datatype.h"
-
-typedef struct mca_coll_gpurdma_request {
-    ompi_request_t super;
-    mca_coll_gpurdma_module_t *module; /* retained */
-    gpurdma_request_t *core; /* the core's request; NULL for a blocking-start one */
-    int32_t refs; /* the user's handle + 1 while the core has a call in flight (atomic) */
-    int freed; /* the user's handle is gone: the callback completes nothing (atomic) */
-    /* Calls handed to the core (the caller's thread only), and callbacks that have
-     * finished with the request (atomic; the callback's last touch, with release order).
-     * Before the caller's thread reuses or frees a completed request it waits until the
-     * two agree (await_callbacks): MPI_Test can see the request complete while its
-     * callback, in another thread, is still inside ompi_request_complete, and this is
-     * also the order, in C11 terms, of the core's writes (result, status) before the
-     * caller's next use: Open MPI's completion (a compare-exchange with acquire order,
-     * its waiter's loads, none instrumented) does not give it to a thread sanitizer. */
-    unsigned long handed;
-    unsigned long completions;
-    struct mca_coll_gpurdma_request *next_deferred;
-    /* A persistent request the core declined whose buffers are in GPU memory (or with no
-     * previous persistent allreduce): each start runs the blocking fallback. The
-     * datatype and op are retained. */
-    bool blocking;
-    const char *why;
-    const void *sbuf;
-    void *rbuf;
-    gpurdma_coll_count_t count;
-    struct ompi_datatype_t *dtype;
-    struct ompi_op_t *op;
-} mca_coll_gpurdma_request_t;
 
 static int request_free(ompi_request_t **rptr);
 static int request_cancel(ompi_request_t *request, int complete);
@@ -75,12 +47,14 @@ static void request_construct(mca_coll_gpurdma_request_t *r)
     r->count = 0;
     r->dtype = NULL;
     r->op = NULL;
+    r->inner = NULL;
 }
 
 static void request_destruct(mca_coll_gpurdma_request_t *r)
 {
     /* ompi_request_t's destructor expects a finished request. */
     OMPI_REQUEST_FINI(&r->super);
+    mca_coll_gpurdma_staged_release(r);
     if (r->dtype) OBJ_RELEASE(r->dtype);
     if (r->op) OBJ_RELEASE(r->op);
     r->dtype = NULL;
@@ -99,8 +73,8 @@ void mca_coll_gpurdma_init_classes(void)
     opal_class_initialize(OBJ_CLASS(mca_coll_gpurdma_module_t));
 }
 
-static mca_coll_gpurdma_request_t *request_new(mca_coll_gpurdma_module_t *m, struct ompi_communicator_t *comm,
-                                               bool persistent)
+mca_coll_gpurdma_request_t *mca_coll_gpurdma_request_new(mca_coll_gpurdma_module_t *m, struct ompi_communicator_t *comm,
+                                                         bool persistent)
 {
     mca_coll_gpurdma_request_t *r = OBJ_NEW(mca_coll_gpurdma_request_t);
     if (NULL == r) return NULL;
@@ -123,7 +97,7 @@ static mca_coll_gpurdma_request_t *request_new(mca_coll_gpurdma_module_t *m, str
 static pthread_mutex_t deferred_lock = PTHREAD_MUTEX_INITIALIZER;
 static mca_coll_gpurdma_request_t *deferred_head;
 
-static void request_put(mca_coll_gpurdma_request_t *r, bool in_callback)
+void mca_coll_gpurdma_request_put(mca_coll_gpurdma_request_t *r, bool in_callback)
 {
     if (__atomic_sub_fetch(&r->refs, 1, __ATOMIC_ACQ_REL) > 0) return;
     if (!in_callback) {
@@ -154,7 +128,7 @@ void mca_coll_gpurdma_release_deferred(void)
 /* The core's completion callback: the comm's engine is held; only MPI's request state
  * is touched. A failure's text (stage, peer, host) the core has printed already, at level
  * 0, when it failed. */
-static void request_complete(void *arg, gpurdma_status_t status)
+void mca_coll_gpurdma_request_complete(void *arg, gpurdma_status_t status)
 {
     mca_coll_gpurdma_request_t *r = (mca_coll_gpurdma_request_t *)arg;
     if (!__atomic_load_n(&r->freed, __ATOMIC_ACQUIRE)) {
@@ -162,7 +136,7 @@ static void request_complete(void *arg, gpurdma_status_t status)
         ompi_request_complete(&r->super, true);
     }
     __atomic_fetch_add(&r->completions, 1, __ATOMIC_RELEASE); /* done with r but its reference */
-    request_put(r, true);
+    mca_coll_gpurdma_request_put(r, true);
 }
 
 /* ---- the request's functions ---- */
@@ -188,7 +162,7 @@ static int request_free(ompi_request_t **rptr)
         (void)gpurdma_request_free(r->core);
         r->core = NULL;
     }
-    request_put(r, false);
+    mca_coll_gpurdma_request_put(r, false);
     return OMPI_SUCCESS;
 }
 
@@ -222,6 +196,9 @@ static int request_start(size_t count, ompi_request_t **requests)
         int err;
         if (r->blocking) {
             err = mca_coll_gpurdma_blocking_fallback(m, r->why, r->sbuf, r->rbuf, r->count, r->dtype, r->op);
+        } else if (r->inner) {
+            err = mca_coll_gpurdma_staged_start(r);
+            if (MPI_SUCCESS == err) continue; /* completed by mca_coll_gpurdma_staged_progress */
         } else {
             __atomic_add_fetch(&r->refs, 1, __ATOMIC_ACQ_REL);
             ++r->handed;
@@ -277,13 +254,17 @@ static int iallreduce_fallback(mca_coll_gpurdma_module_t *m, const char *why, co
                                gpurdma_coll_count_t count, struct ompi_datatype_t *dtype, struct ompi_op_t *op,
                                struct ompi_communicator_t *comm, ompi_request_t **request)
 {
-    if (m->prev_iallreduce && !mca_coll_gpurdma_device_buffers(sbuf, rbuf)) {
-        mca_coll_gpurdma_output(2, "%s: fallback to the previous iallreduce (%s)", m->name, why);
+    if (m->prev_iallreduce) {
+        /* Every rank runs the previous iallreduce, whatever its buffers (ranks may mix
+         * host and GPU buffers): on host copies of GPU ones. */
+        bool device = mca_coll_gpurdma_device_buffers(sbuf, rbuf);
+        mca_coll_gpurdma_output(2, "%s: fallback to the previous iallreduce (%s)%s", m->name, why,
+                                device ? ", staged through host memory" : "");
+        if (device) return mca_coll_gpurdma_staged_iallreduce(m, sbuf, rbuf, count, dtype, op, comm, request);
         return m->prev_iallreduce(sbuf, rbuf, count, dtype, op, comm, request, m->prev_iallreduce_module);
     }
-    /* GPU buffers (the previous module cannot read them) or no previous iallreduce: done
-     * now, and the request is one MPI_Wait/MPI_Test find complete (as libnbc returns for
-     * trivial calls). */
+    /* No previous iallreduce: done now, and the request is one MPI_Wait/MPI_Test find
+     * complete (as libnbc returns for trivial calls). */
     int rc = mca_coll_gpurdma_blocking_fallback(m, why, sbuf, rbuf, count, dtype, op);
     if (MPI_SUCCESS != rc) return rc;
     *request = &ompi_request_empty;
@@ -304,7 +285,7 @@ int mca_coll_gpurdma_iallreduce(const void *sbuf, void *rbuf, gpurdma_coll_count
 #if OMPI_MAJOR_VERSION < 6
     if (count < 0) return MPI_ERR_COUNT;
 #endif
-    mca_coll_gpurdma_request_t *r = request_new(m, comm, false);
+    mca_coll_gpurdma_request_t *r = mca_coll_gpurdma_request_new(m, comm, false);
     if (NULL == r) return OMPI_ERR_OUT_OF_RESOURCE;
     /* Active before the core has it (MPI_Waitany skips inactive requests); the handle's
      * reference and the call's. */
@@ -312,7 +293,7 @@ int mca_coll_gpurdma_iallreduce(const void *sbuf, void *rbuf, gpurdma_coll_count
     r->refs = 2;
     r->handed = 1;
     gpurdma_status_t st = gpurdma_iallreduce(m->core, sbuf == MPI_IN_PLACE ? NULL : sbuf, rbuf, (size_t)count, gdt, gop,
-                                             request_complete, r, &r->core);
+                                             mca_coll_gpurdma_request_complete, r, &r->core);
     if (GPURDMA_OK == st) {
         *request = &r->super;
         return MPI_SUCCESS;
@@ -332,13 +313,17 @@ static int allreduce_init_fallback(mca_coll_gpurdma_module_t *m, const char *why
                                    struct ompi_communicator_t *comm, struct ompi_info_t *info, ompi_request_t **request)
 {
     bool device = mca_coll_gpurdma_device_buffers(sbuf, rbuf);
-    if (m->prev_allreduce_init && !device) {
-        mca_coll_gpurdma_output(2, "%s: fallback to the previous persistent allreduce (%s)", m->name, why);
+    if (m->prev_allreduce_init) {
+        /* On every rank alike, as for iallreduce. */
+        mca_coll_gpurdma_output(2, "%s: fallback to the previous persistent allreduce (%s)%s", m->name, why,
+                                device ? ", staged through host memory" : "");
+        if (device) return mca_coll_gpurdma_staged_allreduce_init(m, sbuf, rbuf, count, dtype, op, comm, info, request);
         return m->prev_allreduce_init(sbuf, rbuf, count, dtype, op, comm, info, request, m->prev_allreduce_init_module);
     }
-    /* Ours, running the blocking fallback (staged through host memory for GPU buffers) at
-     * every start. MPI_Allreduce_init retains the op and type only for a pending request. */
-    mca_coll_gpurdma_request_t *r = request_new(m, comm, true);
+    /* No previous persistent allreduce: ours, running the blocking fallback (staged through
+     * host memory for GPU buffers) at every start. MPI_Allreduce_init retains the op and
+     * type only for a pending request. */
+    mca_coll_gpurdma_request_t *r = mca_coll_gpurdma_request_new(m, comm, true);
     if (NULL == r) return OMPI_ERR_OUT_OF_RESOURCE;
     r->blocking = true;
     r->why = why;
@@ -369,11 +354,11 @@ int mca_coll_gpurdma_allreduce_init(const void *sbuf, void *rbuf, gpurdma_coll_c
 #if OMPI_MAJOR_VERSION < 6
     if (count < 0) return MPI_ERR_COUNT;
 #endif
-    mca_coll_gpurdma_request_t *r = request_new(m, comm, true);
+    mca_coll_gpurdma_request_t *r = mca_coll_gpurdma_request_new(m, comm, true);
     if (NULL == r) return OMPI_ERR_OUT_OF_RESOURCE;
     /* Set-up, planning and registration happen here; MPI_Start only moves data. */
     gpurdma_status_t st = gpurdma_allreduce_init(m->core, sbuf == MPI_IN_PLACE ? NULL : sbuf, rbuf, (size_t)count, gdt,
-                                                 gop, request_complete, r, &r->core);
+                                                 gop, mca_coll_gpurdma_request_complete, r, &r->core);
     if (GPURDMA_OK == st) {
         *request = &r->super;
         return MPI_SUCCESS;

@@ -1,0 +1,82 @@
+// Host copies of GPU buffers for the previous module (include/gpurdma/gpurdma.h): both
+// shims (Open MPI's component, the MPICH interposer) stage declined calls this way.
+#include <algorithm>
+#include <memory>
+#include <new>
+
+#include "gpurdma/gpurdma.h"
+
+struct gpurdma_host_copies {
+    const char *send = nullptr;  // the GPU buffers at their true lower bound
+    char *recv = nullptr;
+    ptrdiff_t true_lb = 0;
+    size_t span = 0;
+    std::unique_ptr<char[]> host_send, host_recv;
+};
+
+extern "C" {
+
+gpurdma_status_t gpurdma_host_copies_create(const void *send, void *recv, size_t count, ptrdiff_t extent,
+                                            ptrdiff_t true_lb, ptrdiff_t true_extent, gpurdma_host_copies_t **out)
+{
+    *out = nullptr;
+    try {
+        auto c = std::make_unique<gpurdma_host_copies>();
+        c->span = count > 0 ? (count - 1) * static_cast<size_t>(extent) + static_cast<size_t>(true_extent) : 0;
+        c->true_lb = true_lb;
+        c->send = send ? static_cast<const char *>(send) + true_lb : nullptr;
+        c->recv = static_cast<char *>(recv) + true_lb;
+        const size_t bytes = std::max<size_t>(c->span, 1);
+        if (send) c->host_send.reset(new char[bytes]);
+        c->host_recv.reset(new char[bytes]);
+        const gpurdma_status_t st = gpurdma_host_copies_fill(c.get());
+        if (st != GPURDMA_OK) return st;
+        *out = c.release();
+        return GPURDMA_OK;
+    } catch (const std::bad_alloc &) {
+        return GPURDMA_ERR_NO_RESOURCE;
+    }
+}
+
+gpurdma_status_t gpurdma_host_copies_fill(gpurdma_host_copies_t *c)
+{
+    if (!c->span) return GPURDMA_OK;
+    gpurdma_status_t st = gpurdma_memcpy(c->host_recv.get(), c->recv, c->span);
+    if (st == GPURDMA_OK && c->send) st = gpurdma_memcpy(c->host_send.get(), c->send, c->span);
+    return st;
+}
+
+void *gpurdma_host_copies_send(gpurdma_host_copies_t *c)
+{
+    return c->send ? c->host_send.get() - c->true_lb : nullptr;
+}
+
+void *gpurdma_host_copies_recv(gpurdma_host_copies_t *c)
+{
+    return c->host_recv.get() - c->true_lb;
+}
+
+gpurdma_status_t gpurdma_host_copies_copy_back(gpurdma_host_copies_t *c)
+{
+    return c->span ? gpurdma_memcpy(c->recv, c->host_recv.get(), c->span) : GPURDMA_OK;
+}
+
+void gpurdma_host_copies_destroy(gpurdma_host_copies_t *c)
+{
+    delete c;
+}
+
+gpurdma_status_t gpurdma_staged_host_call(const void *send, void *recv, size_t count, ptrdiff_t extent,
+                                          ptrdiff_t true_lb, ptrdiff_t true_extent, gpurdma_host_call_fn_t call,
+                                          void *arg, int *call_rc)
+{
+    gpurdma_host_copies_t *copies = nullptr;
+    gpurdma_status_t st = gpurdma_host_copies_create(send, recv, count, extent, true_lb, true_extent, &copies);
+    if (st != GPURDMA_OK) return st;
+    const std::unique_ptr<gpurdma_host_copies_t, void (*)(gpurdma_host_copies_t *)> owned(copies,
+                                                                                          gpurdma_host_copies_destroy);
+    *call_rc = call(gpurdma_host_copies_send(copies), gpurdma_host_copies_recv(copies), arg);
+    return *call_rc == 0 ? gpurdma_host_copies_copy_back(copies) : GPURDMA_OK;
+}
+
+}  // extern "C"
