@@ -18,15 +18,11 @@ double IdleClock::idle_seconds(uint64_t position)
         started_ = true;
         last_position_ = position;
         still_polls_ = 0;
-        last_read_ = -1;
-        idle_ = 0;
+        time_.reset();
         return 0;
     }
-    if (++still_polls_ % 16 != 1) return idle_;
-    const double now = std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-    if (last_read_ >= 0) idle_ += std::min(now - last_read_, kMaxGap);
-    last_read_ = now;
-    return idle_;
+    if (++still_polls_ % 16 != 1) return time_.seconds();
+    return time_.add_read(std::chrono::steady_clock::now());
 }
 
 Status ProgressLoop::outcome(State state, const Task &task) const

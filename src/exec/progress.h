@@ -4,6 +4,7 @@
 // the peer and this rank's host once nothing has moved for the timeout.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -38,10 +39,36 @@ struct WaitSite {
     std::string host;
 };
 
+// Idle time, one rule for every wait (a blocking call's loop and a request driven one
+// step at a time by whoever polls): only time spent polling counts. The clock is read
+// now and then; each gap between two reads adds at most kMaxGap, so a caller that
+// computes for minutes between two tests, or a process the OS did not run for a while,
+// has not been waiting on its peers all that time.
+class IdleTime {
+public:
+    static constexpr double kMaxGap = 0.05;
+    // Nothing moved since the last read: adds the gap (capped) and returns the total.
+    double add_read(std::chrono::steady_clock::time_point now)
+    {
+        const double t = std::chrono::duration<double>(now.time_since_epoch()).count();
+        if (last_read_ >= 0) idle_ += std::min(t - last_read_, kMaxGap);
+        last_read_ = t;
+        return idle_;
+    }
+    void reset()
+    {
+        idle_ = 0;
+        last_read_ = -1;
+    }
+    double seconds() const { return idle_; }
+
+private:
+    double idle_ = 0;
+    double last_read_ = -1;  // steady clock, seconds; -1: not read since the last move
+};
+
 // How long a call driven from outside (a nonblocking request, advanced one step at a
-// time by whoever polls) has waited without moving. Only time spent polling counts: a
-// caller that computes for minutes between two tests has not been waiting on its peers
-// all that time, so each gap between clock reads adds at most kMaxGap. Reads the clock
+// time by whoever polls) has waited without moving (IdleTime's rule). Reads the clock
 // only every 16th still poll.
 class IdleClock {
 public:
@@ -50,15 +77,14 @@ public:
     // Whether the last idle_seconds() found the position unchanged.
     bool still() const { return started_ && still_polls_ > 0; }
     // The idle time as last read (idle_seconds reads the clock every 16th still poll).
-    double idle() const { return idle_; }
-    static constexpr double kMaxGap = 0.05;
+    double idle() const { return time_.seconds(); }
+    static constexpr double kMaxGap = IdleTime::kMaxGap;
 
 private:
     uint64_t last_position_ = 0;
     unsigned still_polls_ = 0;
     bool started_ = false;
-    double last_read_ = -1;  // steady clock, seconds; -1: not read since the last move
-    double idle_ = 0;
+    IdleTime time_;
 };
 
 class ProgressLoop {
@@ -108,8 +134,7 @@ template <class T> Status ProgressLoop::run_as(T &task) const
 {
     // The clock is read only once nothing has moved for a while: a small message
     // completes without ever reading it.
-    std::chrono::steady_clock::time_point idle_since{};
-    bool idle_clock = false;
+    IdleTime idle_time;
     uint64_t last_pos = task.position();
     unsigned idle = 0;
     bool yielding = policy_.yield_when_idle;
@@ -119,7 +144,7 @@ template <class T> Status ProgressLoop::run_as(T &task) const
         if (st != State::Running) return outcome(st, task);
         if (task.position() != last_pos) {
             last_pos = task.position();
-            idle_clock = false;
+            idle_time.reset();
             idle = 0;
             yielding = policy_.yield_when_idle;
             continue;
@@ -141,13 +166,7 @@ template <class T> Status ProgressLoop::run_as(T &task) const
         else if (idle > kFastPolls) cpu_relax();
         else continue;
         if (idle % 16 != 1) continue;
-        const auto now = std::chrono::steady_clock::now();
-        if (!idle_clock) {
-            idle_since = now;
-            idle_clock = true;
-            continue;
-        }
-        const double idle_s = std::chrono::duration<double>(now - idle_since).count();
+        const double idle_s = idle_time.add_read(std::chrono::steady_clock::now());
         if (!yielding && spin_s >= 0 && idle_s > spin_s) yielding = true;
         if (idle_s > policy_.timeout_s) return timed_out(task);
     }

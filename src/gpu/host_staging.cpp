@@ -1,11 +1,10 @@
 #include "gpu/host_staging.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cstring>
-#include <thread>
 
 #include "base/text.h"
+#include "exec/progress.h"
 #include "gpu/buffer_query.h"
 #include "reduce/reduce.h"
 
@@ -187,16 +186,27 @@ exec::State HostStaging::advance()
     return fail("GPU staging: advanced without a started call");
 }
 
+// A failed call's copy may still run at release: waited for under the one wait loop (its
+// timeout, yielding), as the hierarchical path waits for its chunks.
 bool HostStaging::copies_done()
 {
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s_);
-    for (;;) {
-        bool done = false;
-        // A failing query means the stream's work will never run (a sticky error): nothing left to wait for.
-        if (!fence_->reached(&done).is_ok() || done) return true;
-        if (std::chrono::steady_clock::now() > deadline) return false;
-        std::this_thread::yield();
-    }
+    struct CopyDone : exec::Task {
+        CopyFence &fence;
+        explicit CopyDone(CopyFence &f) : fence(f) {}
+        exec::State advance() override
+        {
+            bool done = false;
+            // A failing query means the stream's work will never run (a sticky error): nothing left to wait for.
+            return !fence.reached(&done).is_ok() || done ? exec::State::Done : exec::State::Running;
+        }
+        uint64_t position() const override { return 0; }
+        std::string describe_wait() const override { return "host staging teardown, waiting for a copy on the stream"; }
+        std::string describe_failure() const override { return describe_wait(); }
+    } copy(*fence_);
+    exec::WaitPolicy policy;
+    policy.yield_when_idle = true;
+    policy.timeout_s = timeout_s_;
+    return exec::ProgressLoop(policy, exec::WaitSite{name_, 0, ""}).run(copy).is_ok();
 }
 
 uint64_t HostStaging::position() const

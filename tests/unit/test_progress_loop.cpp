@@ -403,3 +403,19 @@ TEST(WaitUntilUnread, ASendThatNeverEndsTimesOutNamingTheWait)
     EXPECT_LT(seconds_since(t0), 5.0);
     EXPECT_TRUE(send.pending());
 }
+
+// One idle rule for blocking loops and stepped requests: gaps between clock reads count
+// up to IdleTime::kMaxGap each (a process not run, or a caller computing between two
+// tests, was not waiting on its peers all that time).
+TEST(IdleTime, EachGapCountsAtMostTheCap)
+{
+    using std::chrono::milliseconds;
+    gpurdma::exec::IdleTime t;
+    const auto t0 = std::chrono::steady_clock::time_point(std::chrono::seconds(1000));
+    EXPECT_DOUBLE_EQ(t.add_read(t0), 0.0);  // the first read starts the count
+    EXPECT_NEAR(t.add_read(t0 + milliseconds(10)), 0.010, 1e-9);
+    EXPECT_NEAR(t.add_read(t0 + milliseconds(5010)), 0.010 + gpurdma::exec::IdleTime::kMaxGap, 1e-9);
+    t.reset();
+    EXPECT_DOUBLE_EQ(t.seconds(), 0.0);
+    EXPECT_DOUBLE_EQ(t.add_read(t0 + milliseconds(6000)), 0.0);
+}
