@@ -20,6 +20,7 @@
 #include <thread>
 
 #include "algo/algorithm.h"
+#include "algo/route.h"
 #include "base/status.h"
 #include "core/context.h"
 #include "core/request.h"
@@ -111,10 +112,17 @@ private:
     // GPU buffers: waits (without blocking) for the node peers' buffer kinds of this call
     // (algo/call_kinds.h), then the device path, or staging if a peer passes host memory.
     gpurdma::exec::State agree(gpurdma_request &request);
-    gpurdma::exec::State begin_device(gpurdma_request &request);
-    // The device path declined or was unsupported: the call through host memory (the
-    // staging algorithm: asynchronous copies in, the host algorithm, copies out).
+    // What every rank knows alike about a GPU-buffer call, for algo::route.
+    gpurdma::algo::RouteFacts route_facts(const gpurdma_request &request, bool node_all_device);
+    // The call's path by algo::route (node_all_device: the node's agreed buffer kinds).
+    gpurdma::exec::State begin_routed(gpurdma_request &request, bool node_all_device);
+    gpurdma::exec::State begin_device(gpurdma_request &request, gpurdma::algo::Algorithm &path);
+    // Staged (algo::route, or the device path declined): the call through host memory
+    // (the staging algorithm: asynchronous copies in, the host algorithm, copies out).
     gpurdma::exec::State begin_staged(gpurdma_request &request);
+    // The device path declined the call (or its set-up the communicator): staged, or
+    // handed on without a host path.
+    gpurdma::exec::State stage_declined(gpurdma_request &request);
     gpurdma::exec::State begin_host(gpurdma_request &request);
     gpurdma::exec::State failed(gpurdma_request &request, const gpurdma::Status &status);
     // After the path's algorithm is Done: its bookkeeping and the counters.

@@ -31,31 +31,19 @@ Status DeviceAllreduce::set_up(const PointerInfo &first_buffer)
     DeviceSetup setup = setup_;
     Status st = host_ ? use_node_exchange(*host_, &setup) : Status::ok();
     if (st.is_ok()) st = DeviceTeam::create(setup, first_buffer, &team_);
-    if (st.is_ok()) team_state_ = Team::Ready;
-    else if (st.is_unsupported()) team_state_ = Team::Staged;
+    if (st.is_ok()) team_state_ = algo::DeviceSetUp::Ready;
+    else if (st.is_unsupported()) team_state_ = algo::DeviceSetUp::Staged;
     return st;
 }
 
 Status DeviceAllreduce::ready_for(const algo::Call &call, PointerInfo *sinfo, PointerInfo *rinfo)
 {
-    const Logger *log = setup_.log;
-    if (!reduce::device::device_supported(call.op, call.dtype)) {
-        if (log && log->enabled(2))
-            log->log(2, "%s: %s %s on GPU buffers: no device kernel (long double), staged through host memory",
-                     setup_.name.c_str(), gpurdma_op_name(call.op), gpurdma_dtype_name(call.dtype));
-        return Status::unsupported("no device kernel (long double)");
-    }
     buffer_info(setup_.buffers, call, sinfo, rinfo);
-    // Small messages: two copies and the host latency path cost less than the device
-    // path's barriers, kernel and copies (by size: every rank decides alike).
-    const size_t bytes = call.count * reduce::dtype_size(call.dtype);
-    if (setup_.size > 1 && setup_.config && bytes <= setup_.config->device_stage_max)
-        return Status::unsupported("small message (coll_gpurdma_device_stage_max)");
-    if (team_state_ == Team::NotYet) {
+    if (team_state_ == algo::DeviceSetUp::NotYet) {
         const Status st = set_up(rinfo->kind == MemoryKind::Device ? *rinfo : *sinfo);
         if (!st.is_ok()) return st;  // unsupported: this communicator stages from now on
     }
-    if (team_state_ == Team::Staged) return Status::unsupported("this communicator stages GPU buffers");
+    if (team_state_ == algo::DeviceSetUp::Staged) return Status::unsupported("this communicator stages GPU buffers");
     return Status::ok();
 }
 

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "algo/algorithm.h"
+#include "algo/route.h"
 #include "base/noncopyable.h"
 #include "base/status.h"
 #include "gpu/device_team.h"
@@ -42,6 +43,8 @@ public:
     // same call). Unsupported (the same on every rank) when this communicator or this
     // call must stage through host memory; another error names the stage.
     Status start(const algo::Call &call) override;
+    // The set-up's state, a fact of algo::route.
+    algo::DeviceSetUp set_up_state() const { return team_state_; }
     // May return exec::State::Declined: a rank found a buffer it cannot share: stage this call.
     exec::State advance() override;
     uint64_t position() const override { return position_; }
@@ -70,7 +73,8 @@ private:
     };
 
     Status set_up(const PointerInfo &first_buffer);
-    // The kernel exists and the team is set up (on first use) and takes GPU buffers.
+    // The team is set up (on first use) and takes GPU buffers (the rest of the path's
+    // rule, algo::route, the communicator asked before).
     Status ready_for(const algo::Call &call, PointerInfo *sinfo, PointerInfo *rinfo);
     void enter(Step step);
     exec::State now() const;  // Running, or Failed once a step failed
@@ -86,7 +90,7 @@ private:
 
     DeviceSetup setup_;
     algo::HostTeam *host_;  // null: set up over the bootstrap
-    enum class Team { NotYet, Ready, Staged } team_state_ = Team::NotYet;
+    algo::DeviceSetUp team_state_ = algo::DeviceSetUp::NotYet;
     std::unique_ptr<DeviceTeam> team_;
     // The call in flight.
     algo::Call call_;

@@ -21,7 +21,7 @@
 //     (copy engine), as the one-node path does.
 // The units, owners and rail schedules are the host hierarchical schedule's
 // (plan::hierarchical_units), and the path takes a call only when the host path would
-// run the hierarchical schedule for it (takes()): the rail messages are then the same
+// run the hierarchical schedule for it (algo::route): the rail messages are then the same
 // whichever path a node's ranks take, so a node of host-buffer ranks, or a node that
 // declined (a buffer it cannot share) and staged, interoperates with a node on this
 // path. Calls the host path would run flat (ring or recursive doubling) are declined
@@ -46,6 +46,7 @@
 
 #include "algo/algorithm.h"
 #include "algo/host_team.h"
+#include "algo/route.h"
 #include "base/noncopyable.h"
 #include "base/status.h"
 #include "exec/executor.h"
@@ -69,13 +70,11 @@ public:
     DeviceHierarchical(DeviceSetup setup, algo::HostTeam &host);
     ~DeviceHierarchical() override;
 
-    // Whether the host path would run this call's shape hierarchically (the wire
-    // contract above): the same answer on every rank.
-    bool takes(const algo::Call &call) const;
-
     // The node's set-up on first use (no MPI: it may run from progress); Unsupported
     // (every rank of the node alike) when this communicator or call stages through host memory.
     Status start(const algo::Call &call) override;
+    // The set-up's state, a fact of algo::route.
+    algo::DeviceSetUp set_up_state() const { return team_state_; }
     // May return exec::State::Declined: a rank of this node cannot share its buffers:
     // this node stages the call (the rail messages are the same, other nodes go on).
     exec::State advance() override;
@@ -91,6 +90,8 @@ public:
     void abandon();
 
 private:
+    static constexpr size_t kChunkBuffers = 3;  // copy out k+1 and copy back k-1 while k is on the network
+    static constexpr size_t kMaxCachedRails = 64;
     enum class Step { Idle, Posted, Pipeline, Reduced, Gathering, Gathered, Done, Failed, Declined };
     enum class Stage { NodeRs, D2H, InterNode, H2D, NodeAg, Count };
     // One unit in the pipeline: its fences and, where the host reduces, the page-locked
@@ -138,7 +139,7 @@ private:
 
     DeviceSetup setup_;
     algo::HostTeam &host_;
-    enum class Team { NotYet, Ready, Staged } team_state_ = Team::NotYet;
+    algo::DeviceSetUp team_state_ = algo::DeviceSetUp::NotYet;
     std::unique_ptr<DeviceTeam> team_;
     RailMode rail_mode_;
     std::unique_ptr<DeviceRailWork> rail_work_;  // the rail's local work where the GPU reduces

@@ -31,8 +31,7 @@ TEST(HostCopies, SpanPlacedAndGapsKept)
     for (int i = 0; i < 11; ++i)
         if (i % 4 != 1 && i % 4 != 3) hr[i] = 100 + i;  // the "previous module" writes elements only
     ASSERT_EQ(gpurdma_host_copies_copy_back(c), GPURDMA_OK);
-    for (int i = 0; i < 16; ++i)
-        EXPECT_EQ(recv[i], i < 11 && i % 4 != 1 && i % 4 != 3 ? 100 + i : -1) << "int " << i;
+    for (int i = 0; i < 16; ++i) EXPECT_EQ(recv[i], i < 11 && i % 4 != 1 && i % 4 != 3 ? 100 + i : -1) << "int " << i;
     // A persistent call's next start takes the data as it is then.
     send[0] = 42;
     ASSERT_EQ(gpurdma_host_copies_fill(c), GPURDMA_OK);

@@ -45,8 +45,8 @@ typedef struct mca_coll_gpurdma_request {
 } mca_coll_gpurdma_request_t;
 
 /* A new request holding the module; persistent ones inactive and complete. */
-mca_coll_gpurdma_request_t *mca_coll_gpurdma_request_new(mca_coll_gpurdma_module_t *m,
-                                                         struct ompi_communicator_t *comm, bool persistent);
+mca_coll_gpurdma_request_t *mca_coll_gpurdma_request_new(mca_coll_gpurdma_module_t *m, struct ompi_communicator_t *comm,
+                                                         bool persistent);
 /* Drops a reference; the last one releases the request (deferred to the next shim call
  * when in_callback: the caller may hold the core's engine). */
 void mca_coll_gpurdma_request_put(mca_coll_gpurdma_request_t *r, bool in_callback);
@@ -60,9 +60,8 @@ void mca_coll_gpurdma_request_complete(void *arg, gpurdma_status_t status);
  * persistent one (MPI_SUCCESS: completed when the previous module's request completes);
  * _release frees what a request holds of it (its destructor). */
 int mca_coll_gpurdma_staged_iallreduce(mca_coll_gpurdma_module_t *m, const void *sbuf, void *rbuf,
-                                       gpurdma_coll_count_t count, struct ompi_datatype_t *dtype,
-                                       struct ompi_op_t *op, struct ompi_communicator_t *comm,
-                                       ompi_request_t **request);
+                                       gpurdma_coll_count_t count, struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                                       struct ompi_communicator_t *comm, ompi_request_t **request);
 int mca_coll_gpurdma_staged_allreduce_init(mca_coll_gpurdma_module_t *m, const void *sbuf, void *rbuf,
                                            gpurdma_coll_count_t count, struct ompi_datatype_t *dtype,
                                            struct ompi_op_t *op, struct ompi_communicator_t *comm,

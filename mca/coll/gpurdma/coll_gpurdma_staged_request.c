@@ -112,9 +112,8 @@ static const void *host_send(staged_call_t *c)
 }
 
 int mca_coll_gpurdma_staged_iallreduce(mca_coll_gpurdma_module_t *m, const void *sbuf, void *rbuf,
-                                       gpurdma_coll_count_t count, struct ompi_datatype_t *dtype,
-                                       struct ompi_op_t *op, struct ompi_communicator_t *comm,
-                                       ompi_request_t **request)
+                                       gpurdma_coll_count_t count, struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                                       struct ompi_communicator_t *comm, ompi_request_t **request)
 {
     staged_call_t *c;
     int rc = new_call(m, sbuf, rbuf, count, dtype, &c);
@@ -168,14 +167,13 @@ int mca_coll_gpurdma_staged_start(mca_coll_gpurdma_request_t *r)
     staged_call_t *c = find_call(r->inner, false);
     /* The last completion's callback has returned; MPI marks the inner request complete
      * just after (at once but for a few instructions; bounded all the same). */
-    for (int i = 0; i < 1000000 && REQUEST_COMPLETED != __atomic_load_n(&r->inner->req_complete, __ATOMIC_ACQUIRE);
-         ++i)
+    for (int i = 0; i < 1000000 && REQUEST_COMPLETED != __atomic_load_n(&r->inner->req_complete, __ATOMIC_ACQUIRE); ++i)
         sched_yield();
     /* The GPU data as it is at this start. */
     gpurdma_status_t st = gpurdma_host_copies_fill(c->copies);
     if (GPURDMA_OK != st) {
-        mca_coll_gpurdma_output(0, "%s: copying GPU buffers for the previous persistent allreduce failed (%s)",
-                                c->name, gpurdma_status_name(st));
+        mca_coll_gpurdma_output(0, "%s: copying GPU buffers for the previous persistent allreduce failed (%s)", c->name,
+                                gpurdma_status_name(st));
         return MPI_ERR_OTHER;
     }
     __atomic_add_fetch(&r->refs, 1, __ATOMIC_ACQ_REL);

@@ -1,0 +1,185 @@
+// The hierarchical device path's set-up: the node team (among the node's ranks that pass
+// GPU buffers), the rail's mode and cost, GPU memory offered for arrivals, the chunk
+// buffers, and the verbose line that says what was chosen.
+#include "gpu/device_hierarchical.h"
+
+#include <algorithm>
+
+#include "base/text.h"
+#include "gpu/node_exchange.h"
+#include "plan/planner.h"
+#include "reduce/reduce.h"
+
+namespace gpurdma::gpu {
+
+Status DeviceHierarchical::set_up(const PointerInfo &first_buffer)
+{
+    // Set up among the node's ranks only (gpu/node_exchange.h): a node of host-buffer
+    // ranks never joins, and a node peer that passes host buffers is never sent anything.
+    DeviceSetup setup = setup_;
+    const Status joined = use_node_exchange(host_, &setup);
+    if (!joined.is_ok()) return joined;
+    const Status st = DeviceTeam::create(setup, first_buffer, &team_);
+    if (st.is_unsupported()) team_state_ = algo::DeviceSetUp::Staged;
+    if (!st.is_ok()) return st;
+    const GdrDecision gdr = team_->gdr_decision();
+    choose_rail(gdr);
+    for (size_t i = 0; i < kChunkBuffers; ++i) {
+        Chunk c;
+        c.out = std::make_unique<CopyFence>(team_->context(), team_->stream());
+        if (!on_gpu()) {  // on the GPU the rail runs in place: no chunk, no copy back
+            std::string why;
+            c.buffer = std::make_unique<PinnedBuffer>(slot_bytes(), team_->context(), &why);
+            if (!why.empty()) pinned_why_ = why;
+            c.back = std::make_unique<CopyFence>(team_->context(), team_->stream());
+        }
+        chunks_.push_back(std::move(c));
+    }
+    team_state_ = algo::DeviceSetUp::Ready;
+    log_mode(gdr);
+    return Status::ok();
+}
+
+// Sends may go straight from GPU memory where GPUDirect RDMA is eligible, or where the
+// stand-in driver's "device memory" is host memory (what UCX reads then is what it is).
+void DeviceHierarchical::choose_rail(const GdrDecision &gdr)
+{
+    RailModeInputs in;
+    const gpurdma_config_t *cfg = setup_.config;
+    if (cfg && cfg->rail_reduce) in.requested = cfg->rail_reduce;
+    const bool host_memory = CudaDriver::instance().device_memory_is_host();
+    in.direct_sends = gdr.eligible || host_memory;
+    in.direct_why =
+        gdr.eligible  ? "GPUDirect RDMA: " + gdr.reason
+        : host_memory ? "the stand-in driver's device memory is host memory; GPUDirect RDMA not eligible: " + gdr.reason
+                      : "GPUDirect RDMA not eligible: " + gdr.reason;
+    // Timed only where a call may take the rail (no algorithm forced flat).
+    const plan::Algorithm forced = host_.plan().algorithm;
+    if (in.requested != "host" && in.requested != "device" &&
+        (forced == plan::Algorithm::Auto || forced == plan::Algorithm::Hierarchical))
+        in.cost = estimate_rail(in.direct_sends, gdr.eligible);
+    rail_mode_ = choose_rail_mode(in);
+    if (rail_mode_.reduce != RailReduce::Device) return;
+    RailWorkSetup w;
+    w.ctx = team_->context();
+    w.kernels = &team_->kernels();
+    w.transport = &host_.router();
+    w.landing = host_.landing_from_other_nodes();
+    w.direct_sends = rail_mode_.direct_sends;
+    w.send_buffer_bytes = slot_bytes();
+    // As many as a peer's credits let be in flight, within 2..8 (slots goes to 64, chunks
+    // to 64 MiB): a send that finds none free waits for one, which is never wrong.
+    w.send_buffers = std::min(8, std::max(2, cfg ? cfg->slots : 2));
+    const Status st = DeviceRailWork::create(w, &rail_work_);
+    if (st.is_ok()) {
+        offer_gpu_landing(gdr);
+        return;
+    }
+    rail_work_.reset();
+    rail_mode_ = RailMode{RailReduce::Host, false,
+                          rail_mode_.reason + "; but the GPU cannot reduce here (" + st.message() + "): the host does"};
+}
+
+// auto's estimate for a full unit (a slice of chunk_size bytes) of the first slice this
+// rank owns: the rail's own schedule counted, this node's copies and GPU step timed
+// now, the CPU's reduction rate and the network's from the host cost model. None (auto
+// then falls back to its rule) where the timing fails; verbose 1 says why.
+std::optional<RailCost> DeviceHierarchical::estimate_rail(bool direct_sends, bool gdr_eligible)
+{
+    const topo::Topology &t = host_.topology();
+    const plan::PlanParams &plan = host_.plan();
+    const int node = t.node_of[static_cast<size_t>(setup_.rank)];
+    plan::Schedule rail;
+    for (int slice = 0; slice < t.max_ppn() && rail.steps.empty(); ++slice)
+        if (plan::slice_owner(t, node, slice) == setup_.rank)
+            rail = plan::build_rail_allreduce(t, setup_.rank, slice, slot_bytes() / sizeof(float), sizeof(float), plan);
+    if (rail.steps.empty()) return std::nullopt;
+    CopyRates rates;
+    const double timeout = setup_.config ? setup_.config->timeout_s : 30.0;
+    const Status st = measure_copy_rates(team_->context(), slot_bytes(), timeout, &rates);
+    if (!st.is_ok()) {
+        estimate_why_ = "timing this GPU's copies failed: " + st.message();
+        return std::nullopt;
+    }
+    const RailRates r{rates.d2h_gbps, rates.h2d_gbps, rates.step_us, plan.model.reduce_gbps};
+    // Large arrivals land in GPU memory where GPUDirect RDMA is eligible and allowed.
+    const bool arrivals_in_gpu = gdr_eligible && (!setup_.config || setup_.config->gdr_recv != 0);
+    return estimate_rail_cost(count_rail_work(rail, plan.model.net), r, direct_sends, arrivals_in_gpu);
+}
+
+// Where the GPU reduces, arrivals may land in its memory (gpu/gdr_landing.h); if the
+// offer fails they land in host memory, as they would without it.
+void DeviceHierarchical::offer_gpu_landing(const GdrDecision &gdr)
+{
+    const auto &d = CudaDriver::instance();
+    GdrLandingInputs in;
+    in.allowed = !setup_.config || setup_.config->gdr_recv != 0;
+    in.rail_on_gpu = on_gpu();
+    in.net_channels = host_.net_channels() != nullptr;
+    in.gdr_eligible = gdr.eligible;
+    in.gdr_why = gdr.reason;
+    in.stand_in_host_memory = d.device_memory_is_host();
+    in.flush_entry = d.api().flush_gpu_direct_rdma_writes != nullptr;
+    CUdevice dev = -1;
+    {
+        ContextScope scope(team_->context());
+        if (d.api().ctx_get_device && d.api().ctx_get_device(&dev) == 0 && d.api().device_get_attribute) {
+            if (d.api().device_get_attribute(&in.writes_ordering, kDevAttrGdrWritesOrdering, dev) != 0)
+                in.writes_ordering = -1;
+            if (d.api().device_get_attribute(&in.flush_options, kDevAttrGdrFlushWritesOptions, dev) != 0)
+                in.flush_options = -1;
+        }
+    }
+    GdrLanding landing = decide_gdr_landing(in);
+    if (landing.offer) {
+        const Status st =
+            GpuLanding::create(team_->context(), *host_.net_channels(), landing.register_as_host, &gpu_landing_);
+        if (st.is_ok()) {
+            rail_work_->set_gpu_landing(gpu_landing_->range(), landing.flush);
+        } else {
+            gpu_landing_.reset();
+            landing.reason = "arrivals land in host memory: offering GPU memory for them failed (" + st.message() + ")";
+        }
+    }
+    landing_reason_ = landing.reason;
+}
+
+void DeviceHierarchical::log_mode(const GdrDecision &gdr) const
+{
+    const Logger *log = setup_.log;
+    if (!log || !log->enabled(1)) return;
+    if (!pinned_why_.empty())
+        log->log(1, "%s: rank %d: chunk buffers are pageable host memory, not page-locked: %s", setup_.name.c_str(),
+                 setup_.rank, pinned_why_.c_str());
+    if (rail_work_ && !rail_work_->pageable_why().empty())
+        log->log(1, "%s: rank %d: rail send buffers are pageable host memory, not page-locked: %s", setup_.name.c_str(),
+                 setup_.rank, rail_work_->pageable_why().c_str());
+    // Each rank decides where its rail reduces (the wire is the same): each says so.
+    log->log(1, "%s: rank %d: device buffers across nodes: rail stage reduces on the %s (%s)", setup_.name.c_str(),
+             setup_.rank, rail_mode_name(rail_mode_).c_str(), rail_mode_.reason.c_str());
+    if (!estimate_why_.empty())
+        log->log(1, "%s: rank %d: device buffers across nodes: no estimate for auto: %s", setup_.name.c_str(),
+                 setup_.rank, estimate_why_.c_str());
+    if (on_gpu())
+        log->log(1, "%s: rank %d: device buffers across nodes: %s", setup_.name.c_str(), setup_.rank,
+                 landing_reason_.c_str());
+    if (team_->members()[0] != setup_.rank) return;  // once per node that sets up
+    const topo::Topology &t = host_.topology();
+    const std::string rail =
+        on_gpu() ? std::string(
+                       "in place on the GPU slices, arrivals reduced by the GPU out of their landing slots, "
+                       "sends ") +
+                       (rail_mode_.direct_sends ? "straight from GPU memory"
+                                                : "staged through page-locked buffers on a stream of its own")
+                 : "from " + std::to_string(chunks_.size()) + " " + (pinned_why_.empty() ? "page-locked" : "pageable") +
+                       " host chunk buffers of " + format_bytes(chunks_[0].buffer->size()) +
+                       " (copies on the stream overlapped with the network), the CPU reducing";
+    log->log(1,
+             "%s: rank %d: device buffers across nodes (%s): hierarchical: node reduce-scatter on the GPUs (CUDA IPC "
+             "kernel), per-rail allreduce of each slice %s, node allgather by copy engine; for the sizes the host "
+             "path runs hierarchically, the others stage whole. GPUDirect RDMA %s: %s",
+             setup_.name.c_str(), setup_.rank, t.summary().c_str(), rail.c_str(),
+             gdr.eligible ? "eligible" : "not eligible", gdr.reason.c_str());
+}
+
+}  // namespace gpurdma::gpu
