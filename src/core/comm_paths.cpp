@@ -3,6 +3,8 @@
 // rules every rank must apply alike, and the path objects made on first use.
 #include "core/comm.h"
 
+#include <cstring>
+
 #include "algo/host_team.h"
 #include "algo/selector.h"
 #include "core/counters.h"

@@ -5,6 +5,7 @@
 
 #include "gpu/buffer_query.h"
 #include "gpu/node_exchange.h"
+#include "gpu/node_ipc.h"
 #include "gpu/stage_words.h"
 #include "reduce/reduce.h"
 #include "reduce/reduce_device.h"
@@ -85,22 +86,7 @@ Status DeviceAllreduce::start(const algo::Call &call)
     per_rank_ = ((call_.count + ranks - 1) / ranks + align - 1) / align * align;
 
     // Post: this call's buffers as IPC handles, and whether this rank can go on.
-    const uint64_t seq = ++seq_;
-    ControlSlot &me = team_->slot(setup_.rank);
-    uint32_t vote = local_ok;
-    if (vote) {
-        const auto &api = CudaDriver::instance().api();
-        ContextScope scope(team_->context());
-        vote = api.ipc_get_mem_handle(&me.src_handle, srcinfo.base) == 0 &&
-               api.ipc_get_mem_handle(&me.dst_handle, rinfo.base) == 0;
-        const void *src = call_.in_place() ? call_.recvbuf : call_.sendbuf;
-        me.src_id = srcinfo.buffer_id;
-        me.dst_id = rinfo.buffer_id;
-        me.src_offset = reinterpret_cast<uintptr_t>(src) - srcinfo.base;
-        me.dst_offset = reinterpret_cast<uintptr_t>(call_.recvbuf) - rinfo.base;
-    }
-    me.vote = vote;
-    me.posted.store(seq, std::memory_order_release);
+    post_buffers(*team_, setup_.rank, ++seq_, call_, srcinfo, rinfo, local_ok);
     enter(Step::Posted);
     return Status::ok();
 }
@@ -177,43 +163,25 @@ bool DeviceAllreduce::peers_reached(std::atomic<uint64_t> ControlSlot::*word)
 // Every rank sees the same votes: all stage this call together.
 bool DeviceAllreduce::declined()
 {
-    for (int r = 0; r < setup_.size; ++r) {
-        if (team_->slot(r).vote) continue;
-        const Logger *log = setup_.log;
-        if (log && log->enabled(2))
-            log->log(2,
-                     "%s: call %llu: %s cannot take the device path (managed/host memory, another context, or no "
-                     "IPC handle), staged through host memory",
-                     setup_.name.c_str(), static_cast<unsigned long long>(seq_), team_->describe(r).c_str());
-        step_ = Step::Declined;
-        return true;
-    }
-    return false;
+    const int r = refusing_member(*team_, team_->members());
+    if (r < 0) return false;
+    const Logger *log = setup_.log;
+    if (log && log->enabled(2))
+        log->log(2,
+                 "%s: call %llu: %s cannot take the device path (managed/host memory, another context, or no "
+                 "IPC handle), staged through host memory",
+                 setup_.name.c_str(), static_cast<unsigned long long>(seq_), team_->describe(r).c_str());
+    step_ = Step::Declined;
+    return true;
 }
 
 // Reduce-scatter: this rank's slice, read straight out of every rank's buffer.
 void DeviceAllreduce::launch_reduce()
 {
     const int size = setup_.size, rank = setup_.rank;
-    IpcCache &ipc = team_->ipc();
-    ipc.begin_call();
-    srcs_.assign(static_cast<size_t>(size), nullptr);
-    dsts_.assign(static_cast<size_t>(size), nullptr);
-    for (int r = 0; r < size; ++r) {
-        const size_t i = static_cast<size_t>(r);
-        if (r == rank) {
-            srcs_[i] = static_cast<const char *>(call_.in_place() ? call_.recvbuf : call_.sendbuf);
-            dsts_[i] = static_cast<char *>(call_.recvbuf);
-            continue;
-        }
-        const ControlSlot &p = team_->slot(r);
-        uintptr_t sbase = 0, dbase = 0;
-        Status mapped = ipc.map(r, p.src_id, p.src_handle, &sbase);
-        if (mapped.is_ok()) mapped = ipc.map(r, p.dst_id, p.dst_handle, &dbase);
-        if (!mapped.is_ok()) return fail("mapping the buffers of " + team_->describe(r) + ": " + mapped.message());
-        srcs_[i] = reinterpret_cast<const char *>(sbase + p.src_offset);
-        dsts_[i] = reinterpret_cast<char *>(dbase + p.dst_offset);
-    }
+    // Every rank of the communicator is on this node, in rank order.
+    const Status mapped = map_member_buffers(*team_, team_->members(), rank, call_, &srcs_, &dsts_);
+    if (!mapped.is_ok()) return fail(mapped.message());
     const size_t lo = slice_begin(rank), hi = slice_end(rank);
     if (hi > lo) {
         std::vector<const void *> in(static_cast<size_t>(size));

@@ -5,6 +5,7 @@
 #include "base/text.h"
 #include "gpu/buffer_query.h"
 #include "gpu/node_exchange.h"
+#include "gpu/node_ipc.h"
 #include "gpu/stage_words.h"
 #include "plan/planner.h"
 #include "reduce/reduce.h"
@@ -146,21 +147,7 @@ Status DeviceHierarchical::start(const algo::Call &call)
         return Status::ok();
     }
     // Post: this call's buffers as IPC handles, and whether this rank can go on.
-    ControlSlot &me = team_->slot(setup_.rank);
-    uint32_t vote = local_ok;
-    if (vote) {
-        const auto &api = CudaDriver::instance().api();
-        ContextScope scope(team_->context());
-        vote = api.ipc_get_mem_handle(&me.src_handle, srcinfo.base) == 0 &&
-               api.ipc_get_mem_handle(&me.dst_handle, rinfo.base) == 0;
-        const void *src = call_.in_place() ? call_.recvbuf : call_.sendbuf;
-        me.src_id = srcinfo.buffer_id;
-        me.dst_id = rinfo.buffer_id;
-        me.src_offset = reinterpret_cast<uintptr_t>(src) - srcinfo.base;
-        me.dst_offset = reinterpret_cast<uintptr_t>(call_.recvbuf) - rinfo.base;
-    }
-    me.vote = vote;
-    me.posted.store(seq, std::memory_order_release);
+    post_buffers(*team_, setup_.rank, seq, call_, srcinfo, rinfo, local_ok);
     enter(Step::Posted);
     return Status::ok();
 }
@@ -234,44 +221,21 @@ bool DeviceHierarchical::peers_reached(std::atomic<uint64_t> ControlSlot::*word)
 // Every rank of the node sees the same votes: the whole node stages this call.
 bool DeviceHierarchical::declined()
 {
-    for (int r : team_->members()) {
-        if (team_->slot(r).vote) continue;
-        const Logger *log = setup_.log;
-        if (log && log->enabled(2))
-            log->log(2, "%s: call %llu: %s cannot share its GPU buffers: this node stages the call",
-                     setup_.name.c_str(), static_cast<unsigned long long>(seq_), team_->describe(r).c_str());
-        step_ = Step::Declined;
-        return true;
-    }
-    return false;
+    const int r = refusing_member(*team_, team_->members());
+    if (r < 0) return false;
+    const Logger *log = setup_.log;
+    if (log && log->enabled(2))
+        log->log(2, "%s: call %llu: %s cannot share its GPU buffers: this node stages the call", setup_.name.c_str(),
+                 static_cast<unsigned long long>(seq_), team_->describe(r).c_str());
+    step_ = Step::Declined;
+    return true;
 }
 
 bool DeviceHierarchical::map_peers()
 {
-    const auto &members = team_->members();
-    IpcCache &ipc = team_->ipc();
-    ipc.begin_call();
-    srcs_.assign(members.size(), nullptr);
-    dsts_.assign(members.size(), nullptr);
-    for (size_t i = 0; i < members.size(); ++i) {
-        const int r = members[i];
-        if (r == setup_.rank) {
-            srcs_[i] = static_cast<const char *>(call_.in_place() ? call_.recvbuf : call_.sendbuf);
-            dsts_[i] = static_cast<char *>(call_.recvbuf);
-            continue;
-        }
-        const ControlSlot &p = team_->slot(r);
-        uintptr_t sbase = 0, dbase = 0;
-        Status mapped = ipc.map(r, p.src_id, p.src_handle, &sbase);
-        if (mapped.is_ok()) mapped = ipc.map(r, p.dst_id, p.dst_handle, &dbase);
-        if (!mapped.is_ok()) {
-            fail(Stage::NodeRs, "mapping the buffers of " + team_->describe(r) + ": " + mapped.message());
-            return false;
-        }
-        srcs_[i] = reinterpret_cast<const char *>(sbase + p.src_offset);
-        dsts_[i] = reinterpret_cast<char *>(dbase + p.dst_offset);
-    }
-    return true;
+    const Status mapped = map_member_buffers(*team_, team_->members(), setup_.rank, call_, &srcs_, &dsts_);
+    if (!mapped.is_ok()) fail(Stage::NodeRs, mapped.message());
+    return mapped.is_ok();
 }
 
 // A failure is announced in the stage words this rank has not reached, so node peers stop too.

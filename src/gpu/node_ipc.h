@@ -1,0 +1,31 @@
+// The device paths' node protocol for one call, written once for the one-node device
+// allreduce and the hierarchical path: each rank posts its call's buffers in its
+// ControlSlot (CUDA IPC handles, offsets) with its vote (whether it can share them),
+// then, once every node peer has posted (gpu/stage_words.h), reads the votes (any no:
+// the node stages the call, every rank alike) and maps the peers' buffers.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "algo/algorithm.h"
+#include "base/status.h"
+#include "gpu/cuda_driver.h"
+#include "gpu/device_team.h"
+
+namespace gpurdma::gpu {
+
+// Posts this rank's buffers for call `seq`. local_ok: both are device memory of the
+// team's context; the vote is no otherwise, or where an IPC handle cannot be made.
+void post_buffers(DeviceTeam &team, int rank, uint64_t seq, const algo::Call &call, const PointerInfo &src,
+                  const PointerInfo &dst, bool local_ok);
+
+// The first of `members` that voted no for the posted call, or -1.
+int refusing_member(const DeviceTeam &team, const std::vector<int> &members);
+
+// Every member's source and result in this process, in member order (this rank's own,
+// the peers' through the IPC cache). An error names the peer.
+Status map_member_buffers(DeviceTeam &team, const std::vector<int> &members, int rank, const algo::Call &call,
+                          std::vector<const char *> *srcs, std::vector<char *> *dsts);
+
+}  // namespace gpurdma::gpu
