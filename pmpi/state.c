@@ -137,7 +137,9 @@ static void describe(MPI_Comm comm, char *name, size_t size)
     char mpi_name[MPI_MAX_OBJECT_NAME] = "";
     int len = 0;
     PMPI_Comm_get_name(comm, mpi_name, &len);
-    if (mpi_name[0]) snprintf(name, size, "%s (handle 0x%x)", mpi_name, (unsigned)comm);
+    /* A long MPI name is cut to fit (the handle stays). */
+    if (mpi_name[0])
+        snprintf(name, size, "%.*s (handle 0x%x)", (int)(size > 32 ? size - 32 : 0), mpi_name, (unsigned)comm);
     else snprintf(name, size, "communicator 0x%x", (unsigned)comm);
 }
 
