@@ -4,7 +4,7 @@
 #include <utility>
 
 #include "gpu/buffer_query.h"
-#include "gpu/node_exchange.h"
+#include "gpu/device_team_setup.h"
 #include "gpu/node_ipc.h"
 #include "gpu/stage_words.h"
 #include "reduce/reduce.h"
@@ -27,33 +27,67 @@ DeviceAllreduce::DeviceAllreduce(DeviceSetup setup, algo::HostTeam *host) : setu
 
 DeviceAllreduce::~DeviceAllreduce() = default;
 
+// Without a host team (a communicator of one rank): over the bootstrap, at once.
 Status DeviceAllreduce::set_up(const PointerInfo &first_buffer)
 {
-    DeviceSetup setup = setup_;
-    Status st = host_ ? use_node_exchange(*host_, &setup) : Status::ok();
-    if (st.is_ok()) st = DeviceTeam::create(setup, first_buffer, &team_);
+    const Status st = DeviceTeam::create(setup_, first_buffer, &team_);
     if (st.is_ok()) team_state_ = algo::DeviceSetUp::Ready;
     else if (st.is_unsupported()) team_state_ = algo::DeviceSetUp::Staged;
     return st;
 }
 
-Status DeviceAllreduce::ready_for(const algo::Call &call, PointerInfo *sinfo, PointerInfo *rinfo)
-{
-    buffer_info(setup_.buffers, call, sinfo, rinfo);
-    if (team_state_ == algo::DeviceSetUp::NotYet) {
-        const Status st = set_up(rinfo->kind == MemoryKind::Device ? *rinfo : *sinfo);
-        if (!st.is_ok()) return st;  // unsupported: this communicator stages from now on
-    }
-    if (team_state_ == algo::DeviceSetUp::Staged) return Status::unsupported("this communicator stages GPU buffers");
-    return Status::ok();
-}
-
 Status DeviceAllreduce::start(const algo::Call &call)
 {
     PointerInfo sinfo, rinfo;
-    const Status ready = ready_for(call, &sinfo, &rinfo);
-    if (!ready.is_ok()) return ready;
+    buffer_info(setup_.buffers, call, &sinfo, &rinfo);
+    const PointerInfo &first = rinfo.kind == MemoryKind::Device ? rinfo : sinfo;
+    if (team_state_ == algo::DeviceSetUp::NotYet && host_) {
+        // Among the node's ranks, as steps of this call (advance): nothing waits here.
+        call_ = call;
+        failure_.clear();
+        setting_up_ = std::make_unique<DeviceTeamSetUp>(setup_, *host_, first);
+        step_ = Step::SettingUp;
+        return Status::ok();
+    }
+    if (team_state_ == algo::DeviceSetUp::NotYet) {
+        const Status st = set_up(first);
+        if (!st.is_ok()) return st;  // unsupported: this communicator stages from now on
+    }
+    if (team_state_ == algo::DeviceSetUp::Staged) return Status::unsupported("this communicator stages GPU buffers");
+    return begin_call(call, sinfo, rinfo);
+}
 
+// The set-up step of a call that started it: Running until the node agreed, then the call.
+exec::State DeviceAllreduce::advance_set_up()
+{
+    bool done = false;
+    const Status st = setting_up_->step(&done, &team_);
+    if (st.is_ok() && !done) return exec::State::Running;
+    setting_up_.reset();
+    ++position_;
+    Status begun = st;
+    if (st.is_ok()) {
+        team_state_ = algo::DeviceSetUp::Ready;
+        PointerInfo sinfo, rinfo;
+        buffer_info(setup_.buffers, call_, &sinfo, &rinfo);
+        begun = begin_call(call_, sinfo, rinfo);
+    } else if (st.is_unsupported()) {
+        team_state_ = algo::DeviceSetUp::Staged;  // this communicator stages from now on
+    }
+    if (begun.is_unsupported()) {
+        step_ = Step::Declined;
+        return exec::State::Declined;
+    }
+    if (!begun.is_ok()) {
+        failure_ = begun.message();
+        step_ = Step::Failed;
+        return exec::State::Failed;
+    }
+    return exec::State::Running;
+}
+
+Status DeviceAllreduce::begin_call(const algo::Call &call, const PointerInfo &sinfo, const PointerInfo &rinfo)
+{
     call_ = call;
     if (in_place(call)) call_.sendbuf = nullptr;
     elem_ = reduce::dtype_size(call.dtype);
@@ -93,8 +127,8 @@ Status DeviceAllreduce::start(const algo::Call &call)
 
 exec::State DeviceAllreduce::advance()
 {
-    ControlSlot *me = setup_.size > 1 ? &team_->slot(setup_.rank) : nullptr;
     for (;;) {
+        ControlSlot *me = setup_.size > 1 && team_ ? &team_->slot(setup_.rank) : nullptr;
         switch (step_) {
             case Step::Posted:
                 if (!peers_reached(&ControlSlot::posted)) return now();
@@ -124,6 +158,11 @@ exec::State DeviceAllreduce::advance()
                 if (!stream_finished()) return now();
                 enter(Step::Done);
                 continue;
+            case Step::SettingUp: {
+                const exec::State st = advance_set_up();
+                if (st != exec::State::Running || step_ == Step::SettingUp) return st;
+                continue;
+            }
             case Step::Done: return exec::State::Done;
             case Step::Failed: return exec::State::Failed;
             case Step::Declined: return exec::State::Declined;
@@ -271,6 +310,7 @@ const char *DeviceAllreduce::stage_name() const
 
 std::string DeviceAllreduce::describe_wait() const
 {
+    if (setting_up_) return setting_up_->describe_wait();
     const std::string stage = stage_name();
     switch (step_) {
         case Step::Posted:

@@ -24,6 +24,7 @@
 #include "base/noncopyable.h"
 #include "base/status.h"
 #include "gpu/device_team.h"
+#include "gpu/device_team_setup.h"
 
 namespace gpurdma::algo {
 class HostTeam;
@@ -47,7 +48,7 @@ public:
     algo::DeviceSetUp set_up_state() const { return team_state_; }
     // May return exec::State::Declined: a rank found a buffer it cannot share: stage this call.
     exec::State advance() override;
-    uint64_t position() const override { return position_; }
+    uint64_t position() const override { return position_ + (setting_up_ ? setting_up_->position() : 0); }
     std::string describe_wait() const override;
     std::string describe_failure() const override { return failure_; }
     void finish() override;
@@ -61,6 +62,7 @@ public:
 private:
     enum class Step {
         Idle,
+        SettingUp,  // the node's device set-up (gpu/device_team_setup.h), then the call
         Posted,  // waiting for every rank's post
         Reducing,  // the reduce-scatter kernel is on the stream
         Reduced,  // waiting for every rank's slice
@@ -73,9 +75,9 @@ private:
     };
 
     Status set_up(const PointerInfo &first_buffer);
-    // The team is set up (on first use) and takes GPU buffers (the rest of the path's
-    // rule, algo::route, the communicator asked before).
-    Status ready_for(const algo::Call &call, PointerInfo *sinfo, PointerInfo *rinfo);
+    exec::State advance_set_up();
+    // The call on a team that is set up: posts its buffers (Unsupported: this rank stages it).
+    Status begin_call(const algo::Call &call, const PointerInfo &sinfo, const PointerInfo &rinfo);
     void enter(Step step);
     exec::State now() const;  // Running, or Failed once a step failed
     bool peers_reached(std::atomic<uint64_t> ControlSlot::*word);
@@ -92,6 +94,7 @@ private:
     algo::HostTeam *host_;  // null: set up over the bootstrap
     algo::DeviceSetUp team_state_ = algo::DeviceSetUp::NotYet;
     std::unique_ptr<DeviceTeam> team_;
+    std::unique_ptr<DeviceTeamSetUp> setting_up_;  // while the first call sets the team up
     // The call in flight.
     algo::Call call_;
     size_t elem_ = 0;

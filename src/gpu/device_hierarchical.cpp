@@ -4,7 +4,7 @@
 
 #include "base/text.h"
 #include "gpu/buffer_query.h"
-#include "gpu/node_exchange.h"
+#include "gpu/device_team_setup.h"
 #include "gpu/node_ipc.h"
 #include "gpu/stage_words.h"
 #include "plan/planner.h"
@@ -96,22 +96,54 @@ bool DeviceHierarchical::chunks_unused(std::string *why)
     return st.is_ok();
 }
 
-Status DeviceHierarchical::ready_for(const algo::Call &call, PointerInfo *sinfo, PointerInfo *rinfo)
-{
-    buffer_info(setup_.buffers, call, sinfo, rinfo);
-    if (team_state_ == algo::DeviceSetUp::NotYet) {
-        const Status st = set_up(rinfo->kind == MemoryKind::Device ? *rinfo : *sinfo);
-        if (!st.is_ok()) return st;
-    }
-    if (team_state_ == algo::DeviceSetUp::Staged) return Status::unsupported("this communicator stages GPU buffers");
-    return Status::ok();
-}
-
 Status DeviceHierarchical::start(const algo::Call &call)
 {
     PointerInfo sinfo, rinfo;
-    const Status ready = ready_for(call, &sinfo, &rinfo);
-    if (!ready.is_ok()) return ready;
+    buffer_info(setup_.buffers, call, &sinfo, &rinfo);
+    if (team_state_ == algo::DeviceSetUp::NotYet) {
+        // Among the node's ranks, as steps of this call (advance): nothing waits here.
+        call_ = call;
+        failure_.clear();
+        setting_up_ =
+            std::make_unique<DeviceTeamSetUp>(setup_, host_, rinfo.kind == MemoryKind::Device ? rinfo : sinfo);
+        step_ = Step::SettingUp;
+        return Status::ok();
+    }
+    if (team_state_ == algo::DeviceSetUp::Staged) return Status::unsupported("this communicator stages GPU buffers");
+    return begin_call(call, sinfo, rinfo);
+}
+
+// The set-up step of a call that started it: Running until the node agreed, then the call.
+exec::State DeviceHierarchical::advance_set_up()
+{
+    bool done = false;
+    const Status st = setting_up_->step(&done, &team_);
+    if (st.is_ok() && !done) return exec::State::Running;
+    setting_up_.reset();
+    ++position_;
+    Status begun = st;
+    if (st.is_ok()) {
+        set_up_rail();
+        PointerInfo sinfo, rinfo;
+        buffer_info(setup_.buffers, call_, &sinfo, &rinfo);
+        begun = begin_call(call_, sinfo, rinfo);
+    } else if (st.is_unsupported()) {
+        team_state_ = algo::DeviceSetUp::Staged;  // this communicator stages from now on
+    }
+    if (begun.is_unsupported()) {
+        step_ = Step::Declined;
+        return exec::State::Declined;
+    }
+    if (!begun.is_ok()) {
+        failure_ = begun.message();
+        step_ = Step::Failed;
+        return exec::State::Failed;
+    }
+    return exec::State::Running;
+}
+
+Status DeviceHierarchical::begin_call(const algo::Call &call, const PointerInfo &sinfo, const PointerInfo &rinfo)
+{
     call_ = call;
     if (in_place(call)) call_.sendbuf = nullptr;
     elem_ = reduce::dtype_size(call.dtype);
@@ -180,6 +212,11 @@ exec::State DeviceHierarchical::advance()
                 add_time(Stage::NodeAg, stage_start_);
                 enter(Step::Done);
                 continue;
+            case Step::SettingUp: {
+                const exec::State st = advance_set_up();
+                if (st != exec::State::Running || step_ == Step::SettingUp) return st;
+                continue;
+            }
             case Step::Done: return exec::State::Done;
             case Step::Failed: return exec::State::Failed;
             case Step::Declined: return exec::State::Declined;
@@ -336,6 +373,7 @@ const char *DeviceHierarchical::stage_name(Stage stage)
 
 std::string DeviceHierarchical::describe_wait() const
 {
+    if (setting_up_) return setting_up_->describe_wait();
     const std::string stage = std::string("device hierarchical ") + stage_name(stage_);
     switch (step_) {
         case Step::Posted:

@@ -54,6 +54,7 @@
 #include "gpu/copy_rates.h"
 #include "gpu/device_rail_work.h"
 #include "gpu/device_team.h"
+#include "gpu/device_team_setup.h"
 #include "gpu/gdr_decision.h"
 #include "gpu/gdr_landing.h"
 #include "gpu/gpu_landing.h"
@@ -78,7 +79,7 @@ public:
     // May return exec::State::Declined: a rank of this node cannot share its buffers:
     // this node stages the call (the rail messages are the same, other nodes go on).
     exec::State advance() override;
-    uint64_t position() const override { return position_; }
+    uint64_t position() const override { return position_ + (setting_up_ ? setting_up_->position() : 0); }
     std::string describe_wait() const override;
     std::string describe_failure() const override { return failure_; }
     void finish() override;
@@ -92,7 +93,7 @@ public:
 private:
     static constexpr size_t kChunkBuffers = 3;  // copy out k+1 and copy back k-1 while k is on the network
     static constexpr size_t kMaxCachedRails = 64;
-    enum class Step { Idle, Posted, Pipeline, Reduced, Gathering, Gathered, Done, Failed, Declined };
+    enum class Step { Idle, SettingUp, Posted, Pipeline, Reduced, Gathering, Gathered, Done, Failed, Declined };
     enum class Stage { NodeRs, D2H, InterNode, H2D, NodeAg, Count };
     // One unit in the pipeline: its fences and, where the host reduces, the page-locked
     // chunk buffer it is staged in (null where the GPU does: the rail runs in place).
@@ -108,8 +109,12 @@ private:
     // At release: whether no copy or send uses the chunk buffers any more (waited for,
     // bounded by the timeout; *why says what was still running if not).
     bool chunks_unused(std::string *why);
-    Status ready_for(const algo::Call &call, PointerInfo *sinfo, PointerInfo *rinfo);
-    Status set_up(const PointerInfo &first_buffer);
+
+    // After the node's team is set up: the rail's mode and the chunk buffers.
+    void set_up_rail();
+    exec::State advance_set_up();
+    // The call on a team that is set up: posts its buffers (Unsupported: this rank stages it).
+    Status begin_call(const algo::Call &call, const PointerInfo &sinfo, const PointerInfo &rinfo);
     // Where this rank's rail reduces, and the GPU's rail work if there.
     void choose_rail(const GdrDecision &gdr);
     std::optional<RailCost> estimate_rail(bool direct_sends, bool gdr_eligible);
@@ -141,6 +146,7 @@ private:
     algo::HostTeam &host_;
     algo::DeviceSetUp team_state_ = algo::DeviceSetUp::NotYet;
     std::unique_ptr<DeviceTeam> team_;
+    std::unique_ptr<DeviceTeamSetUp> setting_up_;  // while the first call sets the team up
     RailMode rail_mode_;
     std::unique_ptr<DeviceRailWork> rail_work_;  // the rail's local work where the GPU reduces
     std::unique_ptr<GpuLanding> gpu_landing_;  // GPU memory offered for arrivals, if any

@@ -12,16 +12,11 @@
 
 namespace gpurdma::gpu {
 
-Status DeviceHierarchical::set_up(const PointerInfo &first_buffer)
+// The node's team is set up (gpu/device_team_setup.h, among the node's ranks only: a
+// node of host-buffer ranks never joins, and a node peer that passes host buffers is
+// never sent anything): the rail's mode and the chunk buffers, local work.
+void DeviceHierarchical::set_up_rail()
 {
-    // Set up among the node's ranks only (gpu/node_exchange.h): a node of host-buffer
-    // ranks never joins, and a node peer that passes host buffers is never sent anything.
-    DeviceSetup setup = setup_;
-    const Status joined = use_node_exchange(host_, &setup);
-    if (!joined.is_ok()) return joined;
-    const Status st = DeviceTeam::create(setup, first_buffer, &team_);
-    if (st.is_unsupported()) team_state_ = algo::DeviceSetUp::Staged;
-    if (!st.is_ok()) return st;
     const GdrDecision gdr = team_->gdr_decision();
     choose_rail(gdr);
     for (size_t i = 0; i < kChunkBuffers; ++i) {
@@ -37,7 +32,6 @@ Status DeviceHierarchical::set_up(const PointerInfo &first_buffer)
     }
     team_state_ = algo::DeviceSetUp::Ready;
     log_mode(gdr);
-    return Status::ok();
 }
 
 // Sends may go straight from GPU memory where GPUDirect RDMA is eligible, or where the

@@ -49,24 +49,14 @@ Status DeviceTeam::create(const DeviceSetup &setup, const PointerInfo &buffer, s
     std::unique_ptr<DeviceTeam> t(new DeviceTeam(setup, buffer.context));
     Status mine = t->open_local();
 
-    // The rounds: over the bootstrap (every rank of the communicator), or, with
-    // node_allgather, among this node's ranks only (the verdict is then the node's).
-    const bool by_node = static_cast<bool>(setup.node_allgather);
+    // The rounds, over the bootstrap (every rank of the communicator). Among a node's
+    // ranks only, the same rounds run as steps of a call: gpu/device_team_setup.h.
     setup::Agreement agreement(setup.bootstrap, setup.rank, setup.size);
     auto exchange = [&](const std::string &record, std::vector<std::string> *all) {
-        return by_node ? setup.node_allgather(record, all) : agreement.exchange(record, all);
+        return agreement.exchange(record, all);
     };
-    auto vote = [&](const Status &status) -> Status {
-        if (!by_node) return agreement.vote(status, t->hosts_);
-        std::vector<std::string> all;
-        const Status st = setup.node_allgather(status.is_ok() ? "" : "-" + status.message(), &all);
-        if (!st.is_ok()) return st;
-        for (int r : t->members_)
-            if (!all[static_cast<size_t>(r)].empty())
-                return Status::unsupported(t->describe(r) + ": " + all[static_cast<size_t>(r)].substr(1));
-        return Status::ok();
-    };
-    auto failed = [&](const Status &st) { return by_node ? st.prefixed("device set-up: ") : bootstrap_failed(setup); };
+    auto vote = [&](const Status &status) { return agreement.vote(status, t->hosts_); };
+    auto failed = [&](const Status &) { return bootstrap_failed(setup); };
 
     // Round 1: where every rank is (host, node), and its GPU.
     wire::Writer w;
@@ -75,7 +65,7 @@ Status DeviceTeam::create(const DeviceSetup &setup, const PointerInfo &buffer, s
     w.str(t->bus_id_);
     std::vector<std::string> records;
     Status st = exchange(w.take(), &records);
-    if (st.is_ok()) st = t->read_records(records, by_node);
+    if (st.is_ok()) st = t->read_records(records, false);
     if (!st.is_ok()) return failed(st);
     // The node's lowest rank creates the node's control block; every rank learns its name.
     if (mine.is_ok()) mine = t->create_control_block();

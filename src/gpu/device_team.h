@@ -47,9 +47,6 @@ struct DeviceSetup {
     std::string host;  // this host (topo::this_host())
     std::string node;  // this process's node: the host, or "host#k" under coll_gpurdma_logical_nodes ("" = host)
     bool node_scope = false;  // a communicator spanning nodes gets a team of each node's ranks
-    // With node_scope: the set-up's rounds among this node's ranks only (gpu/node_exchange.h)
-    // instead of the bootstrap; *all has one entry per rank, "" off the node.
-    std::function<Status(const std::string &mine, std::vector<std::string> *all)> node_allgather;
     gpurdma_bootstrap_t bootstrap{};
     const Logger *log = nullptr;
     const gpurdma_config_t *config = nullptr;  // gdr_level, ...
@@ -104,6 +101,7 @@ public:
     Status stream_done(bool *done) const;
 
 private:
+    friend class DeviceTeamSetUp;  // the same rounds among the node's ranks, as resumable steps
     DeviceTeam(DeviceSetup setup, CUcontext ctx);
     Status open_local();
     Status read_records(const std::vector<std::string> &records, bool node_only);

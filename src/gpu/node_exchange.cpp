@@ -1,7 +1,6 @@
 #include "gpu/node_exchange.h"
 
 #include <fcntl.h>
-#include <sched.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -9,7 +8,6 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
-#include <chrono>
 #include <cstring>
 
 #include "base/text.h"
@@ -20,8 +18,6 @@ namespace gpurdma::gpu {
 namespace {
 
 constexpr uint64_t kReady = 0x6770726d64657631ULL;  // written last by the creator
-
-using Clock = std::chrono::steady_clock;
 
 }  // namespace
 
@@ -52,120 +48,160 @@ NodeExchange::Slot &NodeExchange::slot(size_t local) const
     return reinterpret_cast<Slot *>(base_)[local];
 }
 
-Status NodeExchange::open(algo::HostTeam &team, std::unique_ptr<NodeExchange> *out)
+NodeExchange::NodeExchange(algo::HostTeam &team) : team_(team)
 {
-    std::unique_ptr<NodeExchange> x(new NodeExchange(team));
-    x->members_ = team.node_members();
-    x->local_ = size_t(std::find(x->members_.begin(), x->members_.end(), team.rank()) - x->members_.begin());
-    x->timeout_s_ = team.setup().config ? team.setup().config->timeout_s : 60;
-    if (x->members_.size() > 1) {
-        if (!team.segment()) return Status::error(GPURDMA_ERR_TRANSPORT, "no node segment to derive a name from");
-        x->name_ = team.segment()->name() + "-dev";
-        x->bytes_ = sizeof(Slot) * x->members_.size();
-        const bool creator = x->local_ == 0;
-        const auto deadline = Clock::now() + std::chrono::duration<double>(x->timeout_s_);
-        int fd = -1;
-        if (creator) {
-            fd = shm_open(x->name_.c_str(), O_RDWR | O_CREAT | O_EXCL, 0600);
-            if (fd < 0 || ftruncate(fd, static_cast<off_t>(x->bytes_)) != 0) {
-                const int err = errno;
-                if (fd >= 0) close(fd), shm_unlink(x->name_.c_str());
-                return Status::error(GPURDMA_ERR_NO_RESOURCE,
-                                     "device set-up segment " + x->name_ + ": " + std::strerror(err));
-            }
-        } else {
-            // The creator may not be there yet: poll for a segment of the full size.
-            struct stat st {};
-            while ((fd = shm_open(x->name_.c_str(), O_RDWR, 0)) < 0 || fstat(fd, &st) != 0 ||
-                   static_cast<size_t>(st.st_size) < x->bytes_) {
-                if (fd >= 0) close(fd);
-                fd = -1;
-                if (Clock::now() > deadline)
-                    return Status::error(
-                        GPURDMA_ERR_TIMEOUT,
-                        "device set-up within the node: " + describe_rank(x->members_[0], team.hosts()) +
-                            " did not start it (does it pass host buffers to this call?)");
-                usleep(200);
-            }
-        }
-        void *p = mmap(nullptr, x->bytes_, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-        const int err = errno;
-        close(fd);
-        if (p == MAP_FAILED) {
-            if (creator) shm_unlink(x->name_.c_str());
-            return Status::error(GPURDMA_ERR_NO_RESOURCE, "mmap of " + x->name_ + ": " + std::strerror(err));
-        }
-        x->base_ = static_cast<char *>(p);
-        if (creator) store(x->slot(0).ready, kReady);  // ftruncate zeroed every word
-        while (load(x->slot(0).ready) != kReady) {
-            if (Clock::now() > deadline) return Status::error(GPURDMA_ERR_TIMEOUT, "device set-up segment not ready");
-            sched_yield();
-        }
-    }
-    // Round 1 doubles as the attach barrier: afterwards everyone has it mapped.
-    std::vector<std::string> unused;
-    const Status st = x->allgather("", &unused);
-    if (x->base_ && x->local_ == 0) shm_unlink(x->name_.c_str());
-    if (!st.is_ok()) return st;
-    *out = std::move(x);
-    return Status::ok();
+    members_ = team.node_members();
+    local_ = size_t(std::find(members_.begin(), members_.end(), team.rank()) - members_.begin());
+    if (members_.size() > 1 && team.segment()) name_ = team.segment()->name() + "-dev";
+    bytes_ = sizeof(Slot) * members_.size();
 }
 
 NodeExchange::~NodeExchange()
 {
+    if (linked_) shm_unlink(name_.c_str());  // a set-up abandoned before its barrier
     if (base_) munmap(base_, bytes_);
 }
 
-Status NodeExchange::wait_all(uint64_t Slot::*word, uint64_t value, const char *what)
+// The creator makes the segment at once; the others look for it, complete, each time.
+Status NodeExchange::attach()
 {
-    const auto deadline = Clock::now() + std::chrono::duration<double>(timeout_s_);
-    for (size_t i = 0; i < members_.size(); ++i) {
-        while (load(slot(i).*word) < value) {
-            if (Clock::now() > deadline)
-                return Status::error(GPURDMA_ERR_TIMEOUT,
-                                     std::string("device set-up within the node timed out after ") +
-                                         std::to_string(static_cast<int>(timeout_s_)) + " s waiting for " +
-                                         describe_rank(members_[i], team_.hosts()) + " " + what +
-                                         " (does it pass host buffers to this call?)");
-            sched_yield();
+    if (name_.empty()) return Status::error(GPURDMA_ERR_TRANSPORT, "no node segment to derive a name from");
+    const bool creator = local_ == 0;
+    int fd = -1;
+    if (creator) {
+        fd = shm_open(name_.c_str(), O_RDWR | O_CREAT | O_EXCL, 0600);
+        if (fd < 0 || ftruncate(fd, static_cast<off_t>(bytes_)) != 0) {
+            const int err = errno;
+            if (fd >= 0) close(fd), shm_unlink(name_.c_str());
+            return Status::error(GPURDMA_ERR_NO_RESOURCE, "device set-up segment " + name_ + ": " + std::strerror(err));
         }
+        linked_ = true;
+    } else {
+        struct stat st {};
+        fd = shm_open(name_.c_str(), O_RDWR, 0);
+        if (fd >= 0 && (fstat(fd, &st) != 0 || static_cast<size_t>(st.st_size) < bytes_)) {
+            close(fd);
+            fd = -1;
+        }
+        if (fd < 0) return Status::ok();  // not there yet: base_ stays null
+    }
+    void *p = mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    const int err = errno;
+    close(fd);
+    if (p == MAP_FAILED) return Status::error(GPURDMA_ERR_NO_RESOURCE, "mmap of " + name_ + ": " + std::strerror(err));
+    base_ = static_cast<char *>(p);
+    if (creator) store(slot(0).ready, kReady);  // ftruncate zeroed every word
+    return Status::ok();
+}
+
+Status NodeExchange::open_step(bool *done)
+{
+    *done = false;
+    if (members_.size() < 2) {
+        *done = true;
+        return Status::ok();
+    }
+    switch (phase_) {
+        case Phase::Attach: {
+            const Status st = attach();
+            if (!st.is_ok()) return st;
+            if (!base_) {
+                awaited_ = 0;
+                awaited_what_ = "to create the set-up segment";
+                return Status::ok();
+            }
+            phase_ = Phase::Ready;
+        }
+            [[fallthrough]];
+        case Phase::Ready:
+            if (load(slot(0).ready) != kReady) {
+                awaited_ = 0;
+                awaited_what_ = "to initialise the set-up segment";
+                return Status::ok();
+            }
+            phase_ = Phase::Barrier;
+            [[fallthrough]];
+        case Phase::Barrier: {
+            // Round 1 doubles as the attach barrier: afterwards everyone has it mapped.
+            bool posted = false;
+            const Status st = post("", &posted);
+            if (!st.is_ok() || !posted) return st;
+            phase_ = Phase::BarrierCollect;
+        }
+            [[fallthrough]];
+        case Phase::BarrierCollect: {
+            std::vector<std::string> unused;
+            bool collected = false;
+            const Status st = collect(&unused, &collected);
+            if (!st.is_ok() || !collected) return st;
+            if (linked_) shm_unlink(name_.c_str());
+            linked_ = false;
+            phase_ = Phase::Open;
+        }
+            [[fallthrough]];
+        case Phase::Open: *done = true; return Status::ok();
     }
     return Status::ok();
 }
 
-Status NodeExchange::allgather(const std::string &mine, std::vector<std::string> *all)
+bool NodeExchange::member_reached(uint64_t Slot::*word, uint64_t value, const char *what)
 {
-    all->assign(static_cast<size_t>(team_.size()), std::string());
-    (*all)[static_cast<size_t>(team_.rank())] = mine.substr(0, kNodeRecordBytes);
-    if (members_.size() < 2) return Status::ok();
-    const uint64_t round = ++round_;
-    // Every member has read the previous round before this one overwrites it.
-    Status st = wait_all(&Slot::read, round - 1, "to read the previous round");
-    if (!st.is_ok()) return st;
-    Slot &me = slot(local_);
-    me.length = static_cast<uint32_t>(std::min(mine.size(), kNodeRecordBytes));
-    std::memcpy(me.data, mine.data(), me.length);
-    store(me.posted, round);
-    st = wait_all(&Slot::posted, round, "to post its record");
-    if (!st.is_ok()) return st;
     for (size_t i = 0; i < members_.size(); ++i) {
-        const Slot &s = slot(i);
-        (*all)[static_cast<size_t>(members_[i])].assign(s.data, std::min<size_t>(s.length, kNodeRecordBytes));
+        if (load(slot(i).*word) >= value) continue;
+        awaited_ = i;
+        awaited_what_ = what;
+        return false;
     }
-    store(me.read, round);
+    return true;
+}
+
+Status NodeExchange::post(const std::string &mine, bool *posted)
+{
+    *posted = false;
+    mine_ = mine.substr(0, kNodeRecordBytes);
+    const uint64_t round = round_ + 1;
+    if (members_.size() > 1) {
+        // Every member has read the previous round before this one overwrites it.
+        if (!member_reached(&Slot::read, round - 1, "to read the previous set-up round")) return Status::ok();
+        Slot &me = slot(local_);
+        me.length = static_cast<uint32_t>(mine_.size());
+        std::memcpy(me.data, mine_.data(), me.length);
+        store(me.posted, round);
+    }
+    round_ = round;
+    *posted = true;
     return Status::ok();
 }
 
-Status use_node_exchange(algo::HostTeam &team, DeviceSetup *setup)
+Status NodeExchange::collect(std::vector<std::string> *all, bool *done)
 {
-    std::unique_ptr<NodeExchange> opened;
-    const Status joined = NodeExchange::open(team, &opened);
-    if (!joined.is_ok()) return joined;
-    std::shared_ptr<NodeExchange> exchange(std::move(opened));
-    setup->node_allgather = [exchange](const std::string &mine, std::vector<std::string> *all) {
-        return exchange->allgather(mine, all);
-    };
+    *done = false;
+    if (members_.size() > 1 && !member_reached(&Slot::posted, round_, "to post its set-up record")) return Status::ok();
+    all->assign(static_cast<size_t>(team_.size()), std::string());
+    (*all)[static_cast<size_t>(team_.rank())] = mine_;
+    if (members_.size() > 1) {
+        for (size_t i = 0; i < members_.size(); ++i) {
+            const Slot &s = slot(i);
+            (*all)[static_cast<size_t>(members_[i])].assign(s.data, std::min<size_t>(s.length, kNodeRecordBytes));
+        }
+        store(slot(local_).read, round_);
+    }
+    *done = true;
     return Status::ok();
+}
+
+uint64_t NodeExchange::position() const
+{
+    uint64_t p = (base_ ? 1 : 0) + static_cast<uint64_t>(phase_);
+    if (base_ && load(slot(0).ready) == kReady)
+        for (size_t i = 0; i < members_.size(); ++i) p += load(slot(i).posted) + load(slot(i).read);
+    return p;
+}
+
+std::string NodeExchange::describe_wait() const
+{
+    return "device set-up within the node, waiting for " + describe_rank(members_[awaited_], team_.hosts()) + " " +
+           awaited_what_ + " (does it pass host buffers to this call?)";
 }
 
 }  // namespace gpurdma::gpu

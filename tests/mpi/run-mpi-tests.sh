@@ -249,6 +249,14 @@ run_retry "lifecycle np=2 over UCX tcp" used 600 UCX_TLS=tcp -- -np 2 "${on[@]}"
         USED_PATTERN="device buffers across nodes" run "host and device buffers on one node, 2x2" used 120 -- \
             -np 4 "${dev_on[@]}" --mca coll_gpurdma_logical_nodes 2 "$bin/device_check" --max-bytes 262144 \
             --host-ranks 1
+        # The device set-up runs as steps of the call: a node peer that began the call and
+        # then computes for 0.6 x the timeout holds neither its peer's MPI_Iallreduce nor
+        # another communicator's calls in that process (setup_wait_check).
+        set_up=("${on[@]}" "${device_x[@]}" --mca coll_gpurdma_timeout 5 --mca coll_gpurdma_device_stage_max 0)
+        USED_PATTERN="device buffers: node stage on the GPU" run "device set-up while a node peer computes, np=3" \
+            used 120 -- -np 3 "${set_up[@]}" "$bin/setup_wait_check" --compute 3
+        USED_PATTERN="device buffers across nodes" run "device set-up while a node peer computes, 2x2" used 120 -- \
+            -np 4 "${set_up[@]}" --mca coll_gpurdma_logical_nodes 2 "$bin/setup_wait_check" --compute 3
     fi
 }
 
