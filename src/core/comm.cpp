@@ -321,7 +321,7 @@ gpurdma_status_t gpurdma_comm::allreduce(const gpurdma::algo::Call &call)
     if (call.count == 0) return GPURDMA_OK;
     // GPU buffers arrive as raw pointers from a non-CUDA-aware Open MPI: recognise them
     // before anything touches them from the CPU.
-    const bool device_buffers = buffers_.touches_device_memory(call);
+    const bool device_buffers = buffers_.touches_device_memory({call.sendbuf, call.recvbuf});
     conclude_ended();  // callbacks in start order, before this call's
     const Status ready = prepare(call, device_buffers, Kind::Blocking);
     if (ready.is_unsupported()) return GPURDMA_ERR_UNSUPPORTED;  // handed on, the communicator intact
@@ -367,7 +367,7 @@ gpurdma_status_t gpurdma_comm::create(const gpurdma::algo::Call &call, Kind kind
     std::lock_guard<Engine> hold(engine_);
     if (broken_) return GPURDMA_ERR_BROKEN;
     if (!gpurdma::reduce::supported(call.op, call.dtype)) return GPURDMA_ERR_UNSUPPORTED;
-    const bool device_buffers = call.count > 0 && buffers_.touches_device_memory(call);
+    const bool device_buffers = call.count > 0 && buffers_.touches_device_memory({call.sendbuf, call.recvbuf});
     if (call.count > 0) {
         const Status ready = prepare(call, device_buffers, kind);
         if (ready.is_unsupported()) return GPURDMA_ERR_UNSUPPORTED;

@@ -20,14 +20,14 @@
 #include <thread>
 
 #include "algo/algorithm.h"
+#include "algo/device_allreduce.h"
+#include "algo/device_hierarchical.h"
+#include "algo/host_staging.h"
 #include "algo/route.h"
 #include "base/status.h"
 #include "core/context.h"
 #include "core/request.h"
 #include "exec/progress.h"
-#include "gpu/device_allreduce.h"
-#include "gpu/device_hierarchical.h"
-#include "gpu/host_staging.h"
 #include "gpurdma/gpurdma.h"
 
 namespace gpurdma::algo {
@@ -99,11 +99,11 @@ private:
     gpurdma::Status prepare(const gpurdma::algo::Call &call, bool device, gpurdma_request::Kind kind);
     // The host team on first use; unsupported (now and for every later call) if it declined.
     gpurdma::Status ensure_host_team();
-    gpurdma::gpu::DeviceAllreduce &device();
+    gpurdma::algo::DeviceAllreduce &device();
     // GPU buffers on a communicator spanning nodes whose host path is set up: the
     // hierarchical device path (or staging, call by call, where it declines).
     bool device_across_nodes() const;
-    gpurdma::gpu::DeviceHierarchical &device_hierarchical();
+    gpurdma::algo::DeviceHierarchical &device_hierarchical();
     gpurdma::gpu::DeviceSetup device_setup() const;
     // Tells the device path that took the request's call to mark its stage words failed.
     void abandon_device();
@@ -168,9 +168,9 @@ private:
     // What each call's buffers are (asked once per call), read by the paths below.
     gpurdma::gpu::BufferQuery buffers_;
     // Host copies of GPU buffers (kept between calls), their stream and event; uses selector_.
-    gpurdma::gpu::HostStaging staging_;
-    std::unique_ptr<gpurdma::gpu::DeviceAllreduce> device_;  // last: released first
-    std::unique_ptr<gpurdma::gpu::DeviceHierarchical> device_hier_;  // uses team_: released before it
+    gpurdma::algo::HostStaging staging_;
+    std::unique_ptr<gpurdma::algo::DeviceAllreduce> device_;  // last: released first
+    std::unique_ptr<gpurdma::algo::DeviceHierarchical> device_hier_;  // uses team_: released before it
 
     friend struct gpurdma_context;
 };

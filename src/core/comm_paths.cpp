@@ -34,9 +34,9 @@ gpurdma::gpu::DeviceSetup gpurdma_comm::device_setup() const
     return setup;
 }
 
-gpurdma::gpu::DeviceAllreduce &gpurdma_comm::device()
+gpurdma::algo::DeviceAllreduce &gpurdma_comm::device()
 {
-    if (!device_) device_ = std::make_unique<gpurdma::gpu::DeviceAllreduce>(device_setup(), team_.get());
+    if (!device_) device_ = std::make_unique<gpurdma::algo::DeviceAllreduce>(device_setup(), team_.get());
     return *device_;
 }
 
@@ -45,9 +45,9 @@ bool gpurdma_comm::device_across_nodes() const
     return team_ && team_->topology().nodes() > 1;
 }
 
-gpurdma::gpu::DeviceHierarchical &gpurdma_comm::device_hierarchical()
+gpurdma::algo::DeviceHierarchical &gpurdma_comm::device_hierarchical()
 {
-    if (!device_hier_) device_hier_ = std::make_unique<gpurdma::gpu::DeviceHierarchical>(device_setup(), *team_);
+    if (!device_hier_) device_hier_ = std::make_unique<gpurdma::algo::DeviceHierarchical>(device_setup(), *team_);
     return *device_hier_;
 }
 

@@ -4,28 +4,28 @@ namespace gpurdma::gpu {
 
 namespace {
 
-bool in_place(const algo::Call &call)
+bool in_place(CallBuffers call)
 {
-    return call.sendbuf == nullptr || call.sendbuf == call.recvbuf;
+    return call.send == nullptr || call.send == call.recv;
 }
 
 }  // namespace
 
-bool BufferQuery::touches_device_memory(const algo::Call &call)
+bool BufferQuery::touches_device_memory(CallBuffers call)
 {
     const auto &cuda = CudaDriver::instance();
     if (!cuda.available()) return false;  // info() then never runs
-    send_ = call.sendbuf;
-    recv_ = call.recvbuf;
-    rinfo_ = cuda.query(call.recvbuf);
-    sinfo_ = in_place(call) ? rinfo_ : cuda.query(call.sendbuf);
+    send_ = call.send;
+    recv_ = call.recv;
+    rinfo_ = cuda.query(call.recv);
+    sinfo_ = in_place(call) ? rinfo_ : cuda.query(call.send);
     valid_ = rinfo_.kind == MemoryKind::Device || sinfo_.kind == MemoryKind::Device;
     return valid_;
 }
 
-void BufferQuery::info(const algo::Call &call, PointerInfo *sinfo, PointerInfo *rinfo) const
+void BufferQuery::info(CallBuffers call, PointerInfo *sinfo, PointerInfo *rinfo) const
 {
-    if (valid_ && send_ == call.sendbuf && recv_ == call.recvbuf) {
+    if (valid_ && send_ == call.send && recv_ == call.recv) {
         *sinfo = sinfo_;
         *rinfo = rinfo_;
         return;
@@ -33,15 +33,15 @@ void BufferQuery::info(const algo::Call &call, PointerInfo *sinfo, PointerInfo *
     buffer_info(nullptr, call, sinfo, rinfo);
 }
 
-void buffer_info(const BufferQuery *recorded, const algo::Call &call, PointerInfo *sinfo, PointerInfo *rinfo)
+void buffer_info(const BufferQuery *recorded, CallBuffers call, PointerInfo *sinfo, PointerInfo *rinfo)
 {
     if (recorded) {
         recorded->info(call, sinfo, rinfo);
         return;
     }
     const auto &cuda = CudaDriver::instance();
-    *rinfo = cuda.query(call.recvbuf);
-    *sinfo = in_place(call) ? *rinfo : cuda.query(call.sendbuf);
+    *rinfo = cuda.query(call.recv);
+    *sinfo = in_place(call) ? *rinfo : cuda.query(call.send);
 }
 
 }  // namespace gpurdma::gpu

@@ -9,16 +9,21 @@
 // dlopened component, a hidden state of every thread that ever called).
 #pragma once
 
-#include "algo/algorithm.h"
 #include "gpu/cuda_driver.h"
 
 namespace gpurdma::gpu {
+
+// A call's two buffers; send null (MPI_IN_PLACE) or equal to recv: in place.
+struct CallBuffers {
+    const void *send = nullptr;
+    const void *recv = nullptr;
+};
 
 class BufferQuery {
 public:
     // True if the call's send or receive buffer is GPU device memory (CUDA driver loaded
     // at run time). Records the answers for the next info() on this call.
-    bool touches_device_memory(const algo::Call &call);
+    bool touches_device_memory(CallBuffers call);
 
     // The call's buffers: the answers recorded by the last touches_device_memory() when
     // that was about the same two addresses, else the driver's. Every call reaches
@@ -26,7 +31,7 @@ public:
     // or an earlier one still pending on the same addresses (the same memory: a pending
     // or persistent call's buffers may not be freed); a later call on reused addresses
     // records again before anything reads its answers.
-    void info(const algo::Call &call, PointerInfo *sinfo, PointerInfo *rinfo) const;
+    void info(CallBuffers call, PointerInfo *sinfo, PointerInfo *rinfo) const;
 
 private:
     const void *send_ = nullptr;
@@ -36,6 +41,6 @@ private:
 };
 
 // The driver's answers without a record (no communicator at hand).
-void buffer_info(const BufferQuery *recorded, const algo::Call &call, PointerInfo *sinfo, PointerInfo *rinfo);
+void buffer_info(const BufferQuery *recorded, CallBuffers call, PointerInfo *sinfo, PointerInfo *rinfo);
 
 }  // namespace gpurdma::gpu

@@ -50,7 +50,7 @@ Status DeviceTeam::create(const DeviceSetup &setup, const PointerInfo &buffer, s
     Status mine = t->open_local();
 
     // The rounds, over the bootstrap (every rank of the communicator). Among a node's
-    // ranks only, the same rounds run as steps of a call: gpu/device_team_setup.h.
+    // ranks only, the same rounds run as steps of a call: algo/device_team_setup.h.
     setup::Agreement agreement(setup.bootstrap, setup.rank, setup.size);
     auto exchange = [&](const std::string &record, std::vector<std::string> *all) {
         return agreement.exchange(record, all);

@@ -9,7 +9,7 @@
 // whose ranks are all on one node (the one-node device allreduce) the node is the
 // whole communicator, so local index == rank and nothing changes from the one-node
 // design. A communicator spanning nodes gets a team only when its user asks for one
-// (DeviceSetup::node_scope: the hierarchical device path, gpu/device_hierarchical.h,
+// (DeviceSetup::node_scope: the hierarchical device path, algo/device_hierarchical.h,
 // which does the node stages with it and the inter-node stage over the host team);
 // otherwise the verdict is "ranks on several nodes" as before and the data stages.
 // Every resource is released in the destructor.
@@ -37,6 +37,10 @@ namespace gpurdma::transport {
 class ShmSegment;
 class UcxContext;
 }  // namespace gpurdma::transport
+
+namespace gpurdma::algo {
+class DeviceTeamSetUp;  // runs the node team's set-up rounds (algo/device_team_setup.h)
+}  // namespace gpurdma::algo
 
 namespace gpurdma::gpu {
 
@@ -101,7 +105,7 @@ public:
     Status stream_done(bool *done) const;
 
 private:
-    friend class DeviceTeamSetUp;  // the same rounds among the node's ranks, as resumable steps
+    friend class algo::DeviceTeamSetUp;  // the same rounds among the node's ranks, as resumable steps
     DeviceTeam(DeviceSetup setup, CUcontext ctx);
     Status open_local();
     Status read_records(const std::vector<std::string> &records, bool node_only);

@@ -1,5 +1,5 @@
 // The hierarchical allreduce's inter-node stage on its own, for a path that does the
-// node stages elsewhere (the GPU path: gpu/device_hierarchical.h reduces and gathers
+// node stages elsewhere (the GPU path: algo/device_hierarchical.h reduces and gathers
 // within the node on the GPUs and runs only this stage over the host team's router,
 // on pinned copies of its slices). The decomposition and the rail schedules are the
 // host hierarchical schedule's (plan/hierarchical.cpp) exactly: the same blocks of

@@ -20,7 +20,7 @@
 #include "base/noncopyable.h"
 #include "base/status.h"
 
-namespace gpurdma::gpu {
+namespace gpurdma::algo {
 
 // Largest record: longer ones are cut.
 constexpr size_t kNodeRecordBytes = 4000;
@@ -28,7 +28,7 @@ constexpr size_t kNodeRecordBytes = 4000;
 class NodeExchange : private NonCopyable {
 public:
     // The team must outlive this object.
-    explicit NodeExchange(algo::HostTeam &team);
+    explicit NodeExchange(HostTeam &team);
     ~NodeExchange();
 
     // Attaches the node's segment, then a first round as the barrier after which its
@@ -54,7 +54,7 @@ private:
     Status attach();
     bool member_reached(uint64_t Slot::*word, uint64_t value, const char *what);
 
-    algo::HostTeam &team_;
+    HostTeam &team_;
     std::vector<int> members_;
     size_t local_ = 0;
     std::string name_;
@@ -68,4 +68,4 @@ private:
     const char *awaited_what_ = "";
 };
 
-}  // namespace gpurdma::gpu
+}  // namespace gpurdma::algo

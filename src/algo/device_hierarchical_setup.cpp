@@ -1,47 +1,47 @@
 // The hierarchical device path's set-up: the node team (among the node's ranks that pass
 // GPU buffers), the rail's mode and cost, GPU memory offered for arrivals, the chunk
 // buffers, and the verbose line that says what was chosen.
-#include "gpu/device_hierarchical.h"
+#include "algo/device_hierarchical.h"
 
 #include <algorithm>
 
+#include "algo/node_exchange.h"
 #include "base/text.h"
-#include "gpu/node_exchange.h"
 #include "plan/planner.h"
 #include "reduce/reduce.h"
 
-namespace gpurdma::gpu {
+namespace gpurdma::algo {
 
-// The node's team is set up (gpu/device_team_setup.h, among the node's ranks only: a
+// The node's team is set up (algo/device_team_setup.h, among the node's ranks only: a
 // node of host-buffer ranks never joins, and a node peer that passes host buffers is
 // never sent anything): the rail's mode and the chunk buffers, local work.
 void DeviceHierarchical::set_up_rail()
 {
-    const GdrDecision gdr = team_->gdr_decision();
+    const gpu::GdrDecision gdr = team_->gdr_decision();
     choose_rail(gdr);
     for (size_t i = 0; i < kChunkBuffers; ++i) {
         Chunk c;
-        c.out = std::make_unique<CopyFence>(team_->context(), team_->stream());
+        c.out = std::make_unique<gpu::CopyFence>(team_->context(), team_->stream());
         if (!on_gpu()) {  // on the GPU the rail runs in place: no chunk, no copy back
             std::string why;
-            c.buffer = std::make_unique<PinnedBuffer>(slot_bytes(), team_->context(), &why);
+            c.buffer = std::make_unique<gpu::PinnedBuffer>(slot_bytes(), team_->context(), &why);
             if (!why.empty()) pinned_why_ = why;
-            c.back = std::make_unique<CopyFence>(team_->context(), team_->stream());
+            c.back = std::make_unique<gpu::CopyFence>(team_->context(), team_->stream());
         }
         chunks_.push_back(std::move(c));
     }
-    team_state_ = algo::DeviceSetUp::Ready;
+    team_state_ = DeviceSetUp::Ready;
     log_mode(gdr);
 }
 
 // Sends may go straight from GPU memory where GPUDirect RDMA is eligible, or where the
 // stand-in driver's "device memory" is host memory (what UCX reads then is what it is).
-void DeviceHierarchical::choose_rail(const GdrDecision &gdr)
+void DeviceHierarchical::choose_rail(const gpu::GdrDecision &gdr)
 {
-    RailModeInputs in;
+    gpu::RailModeInputs in;
     const gpurdma_config_t *cfg = setup_.config;
     if (cfg && cfg->rail_reduce) in.requested = cfg->rail_reduce;
-    const bool host_memory = CudaDriver::instance().device_memory_is_host();
+    const bool host_memory = gpu::CudaDriver::instance().device_memory_is_host();
     in.direct_sends = gdr.eligible || host_memory;
     in.direct_why =
         gdr.eligible  ? "GPUDirect RDMA: " + gdr.reason
@@ -52,9 +52,9 @@ void DeviceHierarchical::choose_rail(const GdrDecision &gdr)
     if (in.requested != "host" && in.requested != "device" &&
         (forced == plan::Algorithm::Auto || forced == plan::Algorithm::Hierarchical))
         in.cost = estimate_rail(in.direct_sends, gdr.eligible);
-    rail_mode_ = choose_rail_mode(in);
-    if (rail_mode_.reduce != RailReduce::Device) return;
-    RailWorkSetup w;
+    rail_mode_ = gpu::choose_rail_mode(in);
+    if (rail_mode_.reduce != gpu::RailReduce::Device) return;
+    gpu::RailWorkSetup w;
     w.ctx = team_->context();
     w.kernels = &team_->kernels();
     w.transport = &host_.router();
@@ -64,21 +64,22 @@ void DeviceHierarchical::choose_rail(const GdrDecision &gdr)
     // As many as a peer's credits let be in flight, within 2..8 (slots goes to 64, chunks
     // to 64 MiB): a send that finds none free waits for one, which is never wrong.
     w.send_buffers = std::min(8, std::max(2, cfg ? cfg->slots : 2));
-    const Status st = DeviceRailWork::create(w, &rail_work_);
+    const Status st = gpu::DeviceRailWork::create(w, &rail_work_);
     if (st.is_ok()) {
         offer_gpu_landing(gdr);
         return;
     }
     rail_work_.reset();
-    rail_mode_ = RailMode{RailReduce::Host, false,
-                          rail_mode_.reason + "; but the GPU cannot reduce here (" + st.message() + "): the host does"};
+    rail_mode_ =
+        gpu::RailMode{gpu::RailReduce::Host, false,
+                      rail_mode_.reason + "; but the GPU cannot reduce here (" + st.message() + "): the host does"};
 }
 
 // auto's estimate for a full unit (a slice of chunk_size bytes) of the first slice this
 // rank owns: the rail's own schedule counted, this node's copies and GPU step timed
 // now, the CPU's reduction rate and the network's from the host cost model. None (auto
 // then falls back to its rule) where the timing fails; verbose 1 says why.
-std::optional<RailCost> DeviceHierarchical::estimate_rail(bool direct_sends, bool gdr_eligible)
+std::optional<gpu::RailCost> DeviceHierarchical::estimate_rail(bool direct_sends, bool gdr_eligible)
 {
     const topo::Topology &t = host_.topology();
     const plan::PlanParams &plan = host_.plan();
@@ -88,25 +89,25 @@ std::optional<RailCost> DeviceHierarchical::estimate_rail(bool direct_sends, boo
         if (plan::slice_owner(t, node, slice) == setup_.rank)
             rail = plan::build_rail_allreduce(t, setup_.rank, slice, slot_bytes() / sizeof(float), sizeof(float), plan);
     if (rail.steps.empty()) return std::nullopt;
-    CopyRates rates;
+    gpu::CopyRates rates;
     const double timeout = setup_.config ? setup_.config->timeout_s : 30.0;
-    const Status st = measure_copy_rates(team_->context(), slot_bytes(), timeout, &rates);
+    const Status st = gpu::measure_copy_rates(team_->context(), slot_bytes(), timeout, &rates);
     if (!st.is_ok()) {
         estimate_why_ = "timing this GPU's copies failed: " + st.message();
         return std::nullopt;
     }
-    const RailRates r{rates.d2h_gbps, rates.h2d_gbps, rates.step_us, plan.model.reduce_gbps};
+    const gpu::RailRates r{rates.d2h_gbps, rates.h2d_gbps, rates.step_us, plan.model.reduce_gbps};
     // Large arrivals land in GPU memory where GPUDirect RDMA is eligible and allowed.
     const bool arrivals_in_gpu = gdr_eligible && (!setup_.config || setup_.config->gdr_recv != 0);
-    return estimate_rail_cost(count_rail_work(rail, plan.model.net), r, direct_sends, arrivals_in_gpu);
+    return gpu::estimate_rail_cost(gpu::count_rail_work(rail, plan.model.net), r, direct_sends, arrivals_in_gpu);
 }
 
 // Where the GPU reduces, arrivals may land in its memory (gpu/gdr_landing.h); if the
 // offer fails they land in host memory, as they would without it.
-void DeviceHierarchical::offer_gpu_landing(const GdrDecision &gdr)
+void DeviceHierarchical::offer_gpu_landing(const gpu::GdrDecision &gdr)
 {
-    const auto &d = CudaDriver::instance();
-    GdrLandingInputs in;
+    const auto &d = gpu::CudaDriver::instance();
+    gpu::GdrLandingInputs in;
     in.allowed = !setup_.config || setup_.config->gdr_recv != 0;
     in.rail_on_gpu = on_gpu();
     in.net_channels = host_.net_channels() != nullptr;
@@ -114,20 +115,20 @@ void DeviceHierarchical::offer_gpu_landing(const GdrDecision &gdr)
     in.gdr_why = gdr.reason;
     in.stand_in_host_memory = d.device_memory_is_host();
     in.flush_entry = d.api().flush_gpu_direct_rdma_writes != nullptr;
-    CUdevice dev = -1;
+    gpu::CUdevice dev = -1;
     {
-        ContextScope scope(team_->context());
+        gpu::ContextScope scope(team_->context());
         if (d.api().ctx_get_device && d.api().ctx_get_device(&dev) == 0 && d.api().device_get_attribute) {
-            if (d.api().device_get_attribute(&in.writes_ordering, kDevAttrGdrWritesOrdering, dev) != 0)
+            if (d.api().device_get_attribute(&in.writes_ordering, gpu::kDevAttrGdrWritesOrdering, dev) != 0)
                 in.writes_ordering = -1;
-            if (d.api().device_get_attribute(&in.flush_options, kDevAttrGdrFlushWritesOptions, dev) != 0)
+            if (d.api().device_get_attribute(&in.flush_options, gpu::kDevAttrGdrFlushWritesOptions, dev) != 0)
                 in.flush_options = -1;
         }
     }
-    GdrLanding landing = decide_gdr_landing(in);
+    gpu::GdrLanding landing = gpu::decide_gdr_landing(in);
     if (landing.offer) {
         const Status st =
-            GpuLanding::create(team_->context(), *host_.net_channels(), landing.register_as_host, &gpu_landing_);
+            gpu::GpuLanding::create(team_->context(), *host_.net_channels(), landing.register_as_host, &gpu_landing_);
         if (st.is_ok()) {
             rail_work_->set_gpu_landing(gpu_landing_->range(), landing.flush);
         } else {
@@ -138,7 +139,7 @@ void DeviceHierarchical::offer_gpu_landing(const GdrDecision &gdr)
     landing_reason_ = landing.reason;
 }
 
-void DeviceHierarchical::log_mode(const GdrDecision &gdr) const
+void DeviceHierarchical::log_mode(const gpu::GdrDecision &gdr) const
 {
     const Logger *log = setup_.log;
     if (!log || !log->enabled(1)) return;
@@ -150,7 +151,7 @@ void DeviceHierarchical::log_mode(const GdrDecision &gdr) const
                  setup_.rank, rail_work_->pageable_why().c_str());
     // Each rank decides where its rail reduces (the wire is the same): each says so.
     log->log(1, "%s: rank %d: device buffers across nodes: rail stage reduces on the %s (%s)", setup_.name.c_str(),
-             setup_.rank, rail_mode_name(rail_mode_).c_str(), rail_mode_.reason.c_str());
+             setup_.rank, gpu::rail_mode_name(rail_mode_).c_str(), rail_mode_.reason.c_str());
     if (!estimate_why_.empty())
         log->log(1, "%s: rank %d: device buffers across nodes: no estimate for auto: %s", setup_.name.c_str(),
                  setup_.rank, estimate_why_.c_str());
@@ -176,4 +177,4 @@ void DeviceHierarchical::log_mode(const GdrDecision &gdr) const
              gdr.eligible ? "eligible" : "not eligible", gdr.reason.c_str());
 }
 
-}  // namespace gpurdma::gpu
+}  // namespace gpurdma::algo

@@ -45,6 +45,7 @@
 #include <vector>
 
 #include "algo/algorithm.h"
+#include "algo/device_team_setup.h"
 #include "algo/host_team.h"
 #include "algo/route.h"
 #include "base/noncopyable.h"
@@ -54,7 +55,6 @@
 #include "gpu/copy_rates.h"
 #include "gpu/device_rail_work.h"
 #include "gpu/device_team.h"
-#include "gpu/device_team_setup.h"
 #include "gpu/gdr_decision.h"
 #include "gpu/gdr_landing.h"
 #include "gpu/gpu_landing.h"
@@ -63,19 +63,19 @@
 #include "gpu/rail_mode.h"
 #include "plan/rail.h"
 
-namespace gpurdma::gpu {
+namespace gpurdma::algo {
 
-class DeviceHierarchical : public algo::Algorithm, private NonCopyable {
+class DeviceHierarchical : public Algorithm, private NonCopyable {
 public:
     // The host team must be set up, span nodes, and outlive this object.
-    DeviceHierarchical(DeviceSetup setup, algo::HostTeam &host);
+    DeviceHierarchical(gpu::DeviceSetup setup, HostTeam &host);
     ~DeviceHierarchical() override;
 
     // The node's set-up on first use (no MPI: it may run from progress); Unsupported
     // (every rank of the node alike) when this communicator or call stages through host memory.
-    Status start(const algo::Call &call) override;
+    Status start(const Call &call) override;
     // The set-up's state, a fact of algo::route.
-    algo::DeviceSetUp set_up_state() const { return team_state_; }
+    DeviceSetUp set_up_state() const { return team_state_; }
     // May return exec::State::Declined: a rank of this node cannot share its buffers:
     // this node stages the call (the rail messages are the same, other nodes go on).
     exec::State advance() override;
@@ -99,8 +99,8 @@ private:
     // chunk buffer it is staged in (null where the GPU does: the rail runs in place).
     struct Chunk {
         enum class State { Free, Out, Rail, Back } state = State::Free;
-        std::unique_ptr<PinnedBuffer> buffer;
-        std::unique_ptr<CopyFence> out, back;
+        std::unique_ptr<gpu::PinnedBuffer> buffer;
+        std::unique_ptr<gpu::CopyFence> out, back;
         size_t unit = 0;  // index into units_
         size_t mine = 0;  // index into mine_
         std::chrono::steady_clock::time_point since;
@@ -114,18 +114,18 @@ private:
     void set_up_rail();
     exec::State advance_set_up();
     // The call on a team that is set up: posts its buffers (Unsupported: this rank stages it).
-    Status begin_call(const algo::Call &call, const PointerInfo &sinfo, const PointerInfo &rinfo);
+    Status begin_call(const Call &call, const gpu::PointerInfo &sinfo, const gpu::PointerInfo &rinfo);
     // Where this rank's rail reduces, and the GPU's rail work if there.
-    void choose_rail(const GdrDecision &gdr);
-    std::optional<RailCost> estimate_rail(bool direct_sends, bool gdr_eligible);
-    void offer_gpu_landing(const GdrDecision &gdr);
-    void log_mode(const GdrDecision &gdr) const;
+    void choose_rail(const gpu::GdrDecision &gdr);
+    std::optional<gpu::RailCost> estimate_rail(bool direct_sends, bool gdr_eligible);
+    void offer_gpu_landing(const gpu::GdrDecision &gdr);
+    void log_mode(const gpu::GdrDecision &gdr) const;
     bool on_gpu() const { return rail_work_ != nullptr; }
     // The largest rail message (a landing slot): a chunk buffer's or send buffer's size.
     size_t slot_bytes() const { return std::max<size_t>(host_.plan().chunk_size, 64); }
     void enter(Step step);
     exec::State now() const;
-    bool peers_reached(std::atomic<uint64_t> ControlSlot::*word);
+    bool peers_reached(std::atomic<uint64_t> gpu::ControlSlot::*word);
     bool declined();
     bool map_peers();
     void pump();  // the pipeline: everything that can move without waiting
@@ -142,21 +142,21 @@ private:
     static const char *stage_name(Stage stage);
     std::string describe_peer(int peer) const;
 
-    DeviceSetup setup_;
-    algo::HostTeam &host_;
-    algo::DeviceSetUp team_state_ = algo::DeviceSetUp::NotYet;
-    std::unique_ptr<DeviceTeam> team_;
+    gpu::DeviceSetup setup_;
+    HostTeam &host_;
+    DeviceSetUp team_state_ = DeviceSetUp::NotYet;
+    std::unique_ptr<gpu::DeviceTeam> team_;
     std::unique_ptr<DeviceTeamSetUp> setting_up_;  // while the first call sets the team up
-    RailMode rail_mode_;
-    std::unique_ptr<DeviceRailWork> rail_work_;  // the rail's local work where the GPU reduces
-    std::unique_ptr<GpuLanding> gpu_landing_;  // GPU memory offered for arrivals, if any
+    gpu::RailMode rail_mode_;
+    std::unique_ptr<gpu::DeviceRailWork> rail_work_;  // the rail's local work where the GPU reduces
+    std::unique_ptr<gpu::GpuLanding> gpu_landing_;  // GPU memory offered for arrivals, if any
     std::string landing_reason_;  // where arrivals land, and why
     std::string estimate_why_;  // why auto had no estimate ("" when it had one, or was not asked)
     std::vector<Chunk> chunks_;
     std::string pinned_why_;  // "" when the chunk buffers are page-locked
     std::map<std::tuple<int, size_t, size_t>, plan::Schedule> rails_;  // (slice, count, elem)
     // The call in flight.
-    algo::Call call_;
+    Call call_;
     size_t elem_ = 0;
     uint64_t seq_ = 0;
     Step step_ = Step::Idle;
@@ -181,4 +181,4 @@ private:
     std::chrono::steady_clock::time_point call_start_, stage_start_;
 };
 
-}  // namespace gpurdma::gpu
+}  // namespace gpurdma::algo

@@ -1,9 +1,9 @@
-#include "gpu/device_team_setup.h"
+#include "algo/device_team_setup.h"
 
 #include "reduce/reduce_device.h"
 #include "setup/wire.h"
 
-namespace gpurdma::gpu {
+namespace gpurdma::algo {
 
 namespace {
 
@@ -14,8 +14,8 @@ std::string vote_record(const Status &st)
 
 }  // namespace
 
-DeviceTeamSetUp::DeviceTeamSetUp(const DeviceSetup &setup, algo::HostTeam &host, const PointerInfo &buffer)
-    : exchange_(host), team_(new DeviceTeam(setup, buffer.context))
+DeviceTeamSetUp::DeviceTeamSetUp(const gpu::DeviceSetup &setup, HostTeam &host, const gpu::PointerInfo &buffer)
+    : exchange_(host), team_(new gpu::DeviceTeam(setup, buffer.context))
 {
     mine_ = team_->open_local();  // driver, kernels, stream: local, no peer involved
 }
@@ -44,11 +44,11 @@ Status DeviceTeamSetUp::verdict_of(const std::vector<std::string> &all) const
     return Status::ok();
 }
 
-Status DeviceTeamSetUp::step(bool *done, std::unique_ptr<DeviceTeam> *team)
+Status DeviceTeamSetUp::step(bool *done, std::unique_ptr<gpu::DeviceTeam> *team)
 {
     *done = false;
     const auto failed = [](const Status &st) { return st.prefixed("device set-up: "); };
-    const DeviceSetup &setup = team_->setup_;
+    const gpu::DeviceSetup &setup = team_->setup_;
     std::vector<std::string> all;
     Status st;
     switch (round_) {
@@ -113,9 +113,9 @@ Status DeviceTeamSetUp::step(bool *done, std::unique_ptr<DeviceTeam> *team)
     return finished;
 }
 
-Status DeviceTeamSetUp::finish(std::unique_ptr<DeviceTeam> *team)
+Status DeviceTeamSetUp::finish(std::unique_ptr<gpu::DeviceTeam> *team)
 {
-    const DeviceSetup &setup = team_->setup_;
+    const gpu::DeviceSetup &setup = team_->setup_;
     const bool one_node = !team_->spans_nodes();
     if (verdict_.is_ok()) {
         if (one_node) team_->log_ready();
@@ -129,4 +129,4 @@ Status DeviceTeamSetUp::finish(std::unique_ptr<DeviceTeam> *team)
     return verdict_;
 }
 
-}  // namespace gpurdma::gpu
+}  // namespace gpurdma::algo

@@ -1,47 +1,47 @@
-#include "gpu/device_allreduce.h"
+#include "algo/device_allreduce.h"
 
 #include <algorithm>
 #include <utility>
 
+#include "algo/device_team_setup.h"
+#include "algo/node_ipc.h"
 #include "gpu/buffer_query.h"
-#include "gpu/device_team_setup.h"
-#include "gpu/node_ipc.h"
 #include "gpu/stage_words.h"
 #include "reduce/reduce.h"
 #include "reduce/reduce_device.h"
 
-namespace gpurdma::gpu {
+namespace gpurdma::algo {
 
 namespace {
 
-constexpr uint64_t kFail = ControlSlot::kFail;
+constexpr uint64_t kFail = gpu::ControlSlot::kFail;
 
-bool in_place(const algo::Call &call)
+bool in_place(const Call &call)
 {
     return call.sendbuf == nullptr || call.sendbuf == call.recvbuf;
 }
 
 }  // namespace
 
-DeviceAllreduce::DeviceAllreduce(DeviceSetup setup, algo::HostTeam *host) : setup_(std::move(setup)), host_(host) {}
+DeviceAllreduce::DeviceAllreduce(gpu::DeviceSetup setup, HostTeam *host) : setup_(std::move(setup)), host_(host) {}
 
 DeviceAllreduce::~DeviceAllreduce() = default;
 
 // Without a host team (a communicator of one rank): over the bootstrap, at once.
-Status DeviceAllreduce::set_up(const PointerInfo &first_buffer)
+Status DeviceAllreduce::set_up(const gpu::PointerInfo &first_buffer)
 {
-    const Status st = DeviceTeam::create(setup_, first_buffer, &team_);
-    if (st.is_ok()) team_state_ = algo::DeviceSetUp::Ready;
-    else if (st.is_unsupported()) team_state_ = algo::DeviceSetUp::Staged;
+    const Status st = gpu::DeviceTeam::create(setup_, first_buffer, &team_);
+    if (st.is_ok()) team_state_ = DeviceSetUp::Ready;
+    else if (st.is_unsupported()) team_state_ = DeviceSetUp::Staged;
     return st;
 }
 
-Status DeviceAllreduce::start(const algo::Call &call)
+Status DeviceAllreduce::start(const Call &call)
 {
-    PointerInfo sinfo, rinfo;
-    buffer_info(setup_.buffers, call, &sinfo, &rinfo);
-    const PointerInfo &first = rinfo.kind == MemoryKind::Device ? rinfo : sinfo;
-    if (team_state_ == algo::DeviceSetUp::NotYet && host_) {
+    gpu::PointerInfo sinfo, rinfo;
+    gpu::buffer_info(setup_.buffers, {call.sendbuf, call.recvbuf}, &sinfo, &rinfo);
+    const gpu::PointerInfo &first = rinfo.kind == gpu::MemoryKind::Device ? rinfo : sinfo;
+    if (team_state_ == DeviceSetUp::NotYet && host_) {
         // Among the node's ranks, as steps of this call (advance): nothing waits here.
         call_ = call;
         failure_.clear();
@@ -49,11 +49,11 @@ Status DeviceAllreduce::start(const algo::Call &call)
         step_ = Step::SettingUp;
         return Status::ok();
     }
-    if (team_state_ == algo::DeviceSetUp::NotYet) {
+    if (team_state_ == DeviceSetUp::NotYet) {
         const Status st = set_up(first);
         if (!st.is_ok()) return st;  // unsupported: this communicator stages from now on
     }
-    if (team_state_ == algo::DeviceSetUp::Staged) return Status::unsupported("this communicator stages GPU buffers");
+    if (team_state_ == DeviceSetUp::Staged) return Status::unsupported("this communicator stages GPU buffers");
     return begin_call(call, sinfo, rinfo);
 }
 
@@ -67,12 +67,12 @@ exec::State DeviceAllreduce::advance_set_up()
     ++position_;
     Status begun = st;
     if (st.is_ok()) {
-        team_state_ = algo::DeviceSetUp::Ready;
-        PointerInfo sinfo, rinfo;
-        buffer_info(setup_.buffers, call_, &sinfo, &rinfo);
+        team_state_ = DeviceSetUp::Ready;
+        gpu::PointerInfo sinfo, rinfo;
+        gpu::buffer_info(setup_.buffers, {call_.sendbuf, call_.recvbuf}, &sinfo, &rinfo);
         begun = begin_call(call_, sinfo, rinfo);
     } else if (st.is_unsupported()) {
-        team_state_ = algo::DeviceSetUp::Staged;  // this communicator stages from now on
+        team_state_ = DeviceSetUp::Staged;  // this communicator stages from now on
     }
     if (begun.is_unsupported()) {
         step_ = Step::Declined;
@@ -86,15 +86,15 @@ exec::State DeviceAllreduce::advance_set_up()
     return exec::State::Running;
 }
 
-Status DeviceAllreduce::begin_call(const algo::Call &call, const PointerInfo &sinfo, const PointerInfo &rinfo)
+Status DeviceAllreduce::begin_call(const Call &call, const gpu::PointerInfo &sinfo, const gpu::PointerInfo &rinfo)
 {
     call_ = call;
     if (in_place(call)) call_.sendbuf = nullptr;
     elem_ = reduce::dtype_size(call.dtype);
     failure_.clear();
-    const PointerInfo &srcinfo = call_.in_place() ? rinfo : sinfo;
-    auto usable = [this](const PointerInfo &i) {
-        return i.kind == MemoryKind::Device && i.context == team_->context() && i.base != 0;
+    const gpu::PointerInfo &srcinfo = call_.in_place() ? rinfo : sinfo;
+    auto usable = [this](const gpu::PointerInfo &i) {
+        return i.kind == gpu::MemoryKind::Device && i.context == team_->context() && i.base != 0;
     };
     const bool local_ok = usable(rinfo) && usable(srcinfo);
 
@@ -102,10 +102,10 @@ Status DeviceAllreduce::begin_call(const algo::Call &call, const PointerInfo &si
         if (!local_ok) return Status::unsupported("the buffers are not device memory of this communicator's context");
         step_ = Step::Done;
         if (call_.in_place()) return Status::ok();
-        const auto &d = CudaDriver::instance();
-        ContextScope scope(team_->context());
-        const int rc = d.api().memcpy_dtod_async(reinterpret_cast<CUdeviceptr>(call_.recvbuf),
-                                                 reinterpret_cast<CUdeviceptr>(call_.sendbuf), call_.count * elem_,
+        const auto &d = gpu::CudaDriver::instance();
+        gpu::ContextScope scope(team_->context());
+        const int rc = d.api().memcpy_dtod_async(reinterpret_cast<gpu::CUdeviceptr>(call_.recvbuf),
+                                                 reinterpret_cast<gpu::CUdeviceptr>(call_.sendbuf), call_.count * elem_,
                                                  team_->stream());
         if (rc != 0)
             return Status::error(GPURDMA_ERR_TRANSPORT,
@@ -128,10 +128,10 @@ Status DeviceAllreduce::begin_call(const algo::Call &call, const PointerInfo &si
 exec::State DeviceAllreduce::advance()
 {
     for (;;) {
-        ControlSlot *me = setup_.size > 1 && team_ ? &team_->slot(setup_.rank) : nullptr;
+        gpu::ControlSlot *me = setup_.size > 1 && team_ ? &team_->slot(setup_.rank) : nullptr;
         switch (step_) {
             case Step::Posted:
-                if (!peers_reached(&ControlSlot::posted)) return now();
+                if (!peers_reached(&gpu::ControlSlot::posted)) return now();
                 if (declined()) return exec::State::Declined;
                 launch_reduce();
                 continue;
@@ -141,7 +141,7 @@ exec::State DeviceAllreduce::advance()
                 enter(Step::Reduced);
                 continue;
             case Step::Reduced:
-                if (!peers_reached(&ControlSlot::reduced)) return now();
+                if (!peers_reached(&gpu::ControlSlot::reduced)) return now();
                 launch_copies();
                 continue;
             case Step::Gathering:
@@ -151,7 +151,7 @@ exec::State DeviceAllreduce::advance()
                 enter(Step::Gathered);
                 continue;
             case Step::Gathered:
-                if (!peers_reached(&ControlSlot::gathered)) return now();
+                if (!peers_reached(&gpu::ControlSlot::gathered)) return now();
                 enter(Step::Done);
                 continue;
             case Step::Copying:
@@ -188,10 +188,10 @@ exec::State DeviceAllreduce::now() const
 
 // Passes the peers whose stage word has reached this call, in rank order; false while
 // one has not, or once one announced that it failed (then step_ is Failed).
-bool DeviceAllreduce::peers_reached(std::atomic<uint64_t> ControlSlot::*word)
+bool DeviceAllreduce::peers_reached(std::atomic<uint64_t> gpu::ControlSlot::*word)
 {
-    const StageScan scan = scan_stage_words(*team_, team_->members(), setup_.rank, word, seq_, &peer_, &position_);
-    if (scan != StageScan::PeerFailed) return scan == StageScan::Reached;
+    const gpu::StageScan scan = scan_stage_words(*team_, team_->members(), setup_.rank, word, seq_, &peer_, &position_);
+    if (scan != gpu::StageScan::PeerFailed) return scan == gpu::StageScan::Reached;
     failure_ = "device allreduce: " + team_->describe(team_->members()[size_t(peer_)]) + " failed in " + stage_name();
     if (step_ == Step::Reduced)  // this rank will not reach the allgather either
         team_->slot(setup_.rank).gathered.store(seq_ | kFail, std::memory_order_release);
@@ -235,14 +235,14 @@ void DeviceAllreduce::launch_reduce()
 // Allgather: the other slices out of their owners' results, by copy engine.
 void DeviceAllreduce::launch_copies()
 {
-    const auto &d = CudaDriver::instance();
-    ContextScope scope(team_->context());
+    const auto &d = gpu::CudaDriver::instance();
+    gpu::ContextScope scope(team_->context());
     char *recv = static_cast<char *>(call_.recvbuf);
     for (int r = 0; r < setup_.size; ++r) {
         const size_t lo = slice_begin(r), hi = slice_end(r);
         if (r == setup_.rank || hi <= lo) continue;
-        const int rc = d.api().memcpy_dtod_async(reinterpret_cast<CUdeviceptr>(recv + lo * elem_),
-                                                 reinterpret_cast<CUdeviceptr>(dsts_[size_t(r)] + lo * elem_),
+        const int rc = d.api().memcpy_dtod_async(reinterpret_cast<gpu::CUdeviceptr>(recv + lo * elem_),
+                                                 reinterpret_cast<gpu::CUdeviceptr>(dsts_[size_t(r)] + lo * elem_),
                                                  (hi - lo) * elem_, team_->stream());
         if (rc != 0)
             return fail("allgather copy from " + team_->describe(r) + ": " + d.error_text("cuMemcpyDtoDAsync", rc));
@@ -267,7 +267,7 @@ bool DeviceAllreduce::stream_finished()
 // From the post on, a failure is announced in the stage words, so peers stop too.
 void DeviceAllreduce::fail(const std::string &what)
 {
-    ControlSlot &me = team_->slot(setup_.rank);
+    gpu::ControlSlot &me = team_->slot(setup_.rank);
     me.reduced.store(seq_ | kFail, std::memory_order_release);
     me.gathered.store(seq_ | kFail, std::memory_order_release);
     failure_ = "device allreduce: " + what;
@@ -277,7 +277,7 @@ void DeviceAllreduce::fail(const std::string &what)
 void DeviceAllreduce::abandon()
 {
     if (setup_.size > 1 && team_) {
-        ControlSlot &me = team_->slot(setup_.rank);
+        gpu::ControlSlot &me = team_->slot(setup_.rank);
         if (step_ == Step::Reducing) me.reduced.store(seq_ | kFail, std::memory_order_release);
         if (step_ == Step::Reducing || step_ == Step::Reduced || step_ == Step::Gathering)
             me.gathered.store(seq_ | kFail, std::memory_order_release);
@@ -340,4 +340,4 @@ size_t DeviceAllreduce::slice_end(int r) const
     return std::min(call_.count, per_rank_ * size_t(r) + per_rank_);
 }
 
-}  // namespace gpurdma::gpu
+}  // namespace gpurdma::algo

@@ -7,7 +7,7 @@
 //    results with the copy engine (allgather);
 //  - anything else (several nodes, no peer access, long double, managed memory, a
 //    buffer CUDA IPC cannot export, ...) is unsupported or declined on every rank
-//    alike, and the communicator stages through host memory (gpu/host_staging.h).
+//    alike, and the communicator stages through host memory (algo/host_staging.h).
 // A call is a state machine that exec::ProgressLoop drives; it never waits itself:
 //   start: post (IPC handles, vote) -> all posted -> votes (Declined if any rank cannot
 //   share its buffers) -> kernel launched -> stream done -> reduced -> all reduced ->
@@ -20,32 +20,32 @@
 #include <vector>
 
 #include "algo/algorithm.h"
+#include "algo/device_team_setup.h"
 #include "algo/route.h"
 #include "base/noncopyable.h"
 #include "base/status.h"
 #include "gpu/device_team.h"
-#include "gpu/device_team_setup.h"
 
 namespace gpurdma::algo {
 class HostTeam;
 }  // namespace gpurdma::algo
 
-namespace gpurdma::gpu {
+namespace gpurdma::algo {
 
-class DeviceAllreduce : public algo::Algorithm, private NonCopyable {
+class DeviceAllreduce : public Algorithm, private NonCopyable {
 public:
     // host: the communicator's host team, if set up: the device set-up then runs among
-    // the node's ranks without MPI (gpu/node_exchange.h), so it may run from any
+    // the node's ranks without MPI (algo/node_exchange.h), so it may run from any
     // thread's progress; without one, over the bootstrap (blocking calls only).
-    DeviceAllreduce(DeviceSetup setup, algo::HostTeam *host);
+    DeviceAllreduce(gpu::DeviceSetup setup, HostTeam *host);
     ~DeviceAllreduce() override;
 
     // The first call does the collective device set-up (every rank calls start for the
     // same call). Unsupported (the same on every rank) when this communicator or this
     // call must stage through host memory; another error names the stage.
-    Status start(const algo::Call &call) override;
+    Status start(const Call &call) override;
     // The set-up's state, a fact of algo::route.
-    algo::DeviceSetUp set_up_state() const { return team_state_; }
+    DeviceSetUp set_up_state() const { return team_state_; }
     // May return exec::State::Declined: a rank found a buffer it cannot share: stage this call.
     exec::State advance() override;
     uint64_t position() const override { return position_ + (setting_up_ ? setting_up_->position() : 0); }
@@ -62,7 +62,7 @@ public:
 private:
     enum class Step {
         Idle,
-        SettingUp,  // the node's device set-up (gpu/device_team_setup.h), then the call
+        SettingUp,  // the node's device set-up (algo/device_team_setup.h), then the call
         Posted,  // waiting for every rank's post
         Reducing,  // the reduce-scatter kernel is on the stream
         Reduced,  // waiting for every rank's slice
@@ -74,13 +74,13 @@ private:
         Declined,
     };
 
-    Status set_up(const PointerInfo &first_buffer);
+    Status set_up(const gpu::PointerInfo &first_buffer);
     exec::State advance_set_up();
     // The call on a team that is set up: posts its buffers (Unsupported: this rank stages it).
-    Status begin_call(const algo::Call &call, const PointerInfo &sinfo, const PointerInfo &rinfo);
+    Status begin_call(const Call &call, const gpu::PointerInfo &sinfo, const gpu::PointerInfo &rinfo);
     void enter(Step step);
     exec::State now() const;  // Running, or Failed once a step failed
-    bool peers_reached(std::atomic<uint64_t> ControlSlot::*word);
+    bool peers_reached(std::atomic<uint64_t> gpu::ControlSlot::*word);
     bool declined();
     void launch_reduce();
     void launch_copies();
@@ -90,13 +90,13 @@ private:
     size_t slice_begin(int r) const;
     size_t slice_end(int r) const;
 
-    DeviceSetup setup_;
-    algo::HostTeam *host_;  // null: set up over the bootstrap
-    algo::DeviceSetUp team_state_ = algo::DeviceSetUp::NotYet;
-    std::unique_ptr<DeviceTeam> team_;
+    gpu::DeviceSetup setup_;
+    HostTeam *host_;  // null: set up over the bootstrap
+    DeviceSetUp team_state_ = DeviceSetUp::NotYet;
+    std::unique_ptr<gpu::DeviceTeam> team_;
     std::unique_ptr<DeviceTeamSetUp> setting_up_;  // while the first call sets the team up
     // The call in flight.
-    algo::Call call_;
+    Call call_;
     size_t elem_ = 0;
     size_t per_rank_ = 0;  // elements per slice
     uint64_t seq_ = 0;
@@ -108,4 +108,4 @@ private:
     std::vector<char *> dsts_;  // every rank's result
 };
 
-}  // namespace gpurdma::gpu
+}  // namespace gpurdma::algo

@@ -1,6 +1,6 @@
 // The device team's set-up among the ranks of one node (those that pass GPU buffers to
 // the call that starts it), as resumable steps: each step() posts this rank's record of
-// a round (gpu/node_exchange.h) or polls for the node peers', and never waits. The
+// a round (algo/node_exchange.h) or polls for the node peers', and never waits. The
 // device paths run it from their advance(), under the progress loop, with its idle clock
 // and timeout like every other wait: whichever thread drives the queue is never held by
 // a node peer that is slow to join. The rounds are DeviceTeam::create's: where every
@@ -14,21 +14,21 @@
 #include <vector>
 
 #include "algo/host_team.h"
+#include "algo/node_exchange.h"
 #include "base/noncopyable.h"
 #include "base/status.h"
 #include "gpu/device_team.h"
-#include "gpu/node_exchange.h"
 
-namespace gpurdma::gpu {
+namespace gpurdma::algo {
 
 class DeviceTeamSetUp : private NonCopyable {
 public:
     // buffer: the first device buffer of the call that starts the set-up (its context).
-    DeviceTeamSetUp(const DeviceSetup &setup, algo::HostTeam &host, const PointerInfo &buffer);
+    DeviceTeamSetUp(const gpu::DeviceSetup &setup, HostTeam &host, const gpu::PointerInfo &buffer);
 
     // Ok with *done: *team is ready. Unsupported (every rank of the node alike): the node
     // stages through host memory. Another error names the set-up's stage.
-    Status step(bool *done, std::unique_ptr<DeviceTeam> *team);
+    Status step(bool *done, std::unique_ptr<gpu::DeviceTeam> *team);
     // Grows whenever a node peer moves (for the wait's idle clock).
     uint64_t position() const { return exchange_.position() + rounds_; }
     std::string describe_wait() const { return exchange_.describe_wait(); }
@@ -39,10 +39,10 @@ private:
     bool round(const std::string &mine, std::vector<std::string> *all, Status *st);
     // The node's verdict from a vote round's records ("-why" from a rank that cannot).
     Status verdict_of(const std::vector<std::string> &all) const;
-    Status finish(std::unique_ptr<DeviceTeam> *team);
+    Status finish(std::unique_ptr<gpu::DeviceTeam> *team);
 
     NodeExchange exchange_;
-    std::unique_ptr<DeviceTeam> team_;
+    std::unique_ptr<gpu::DeviceTeam> team_;
     Status mine_;  // what this rank could set up
     Status verdict_;  // the node's
     Status attach_;  // this rank's attach and peer check
@@ -52,4 +52,4 @@ private:
     uint64_t rounds_ = 0;
 };
 
-}  // namespace gpurdma::gpu
+}  // namespace gpurdma::algo

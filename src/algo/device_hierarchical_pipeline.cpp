@@ -1,6 +1,6 @@
 // The hierarchical device path's pipeline: units of the call staged out of GPU memory
 // into chunks, each chunk's rail allreduce, the copies back, then the node allgather.
-#include "gpu/device_hierarchical.h"
+#include "algo/device_hierarchical.h"
 
 #include <algorithm>
 
@@ -8,7 +8,7 @@
 #include "reduce/reduce.h"
 #include "reduce/reduce_device.h"
 
-namespace gpurdma::gpu {
+namespace gpurdma::algo {
 
 namespace {
 
@@ -107,7 +107,7 @@ void DeviceHierarchical::unit_back(Chunk &chunk)
 // into the receive buffer instead (not in place): the rail runs there.
 bool DeviceHierarchical::stage_out(Chunk &chunk, size_t index)
 {
-    const auto &d = CudaDriver::instance();
+    const auto &d = gpu::CudaDriver::instance();
     const plan::RailUnit &u = units_[mine_[index]];
     const size_t off = u.first * elem_, bytes = u.count * elem_;
     chunk.unit = mine_[index];
@@ -129,12 +129,12 @@ bool DeviceHierarchical::stage_out(Chunk &chunk, size_t index)
         }
         from = dsts_[me] + off;
     }
-    ContextScope scope(team_->context());
+    gpu::ContextScope scope(team_->context());
     if (on_gpu()) {
         char *into = static_cast<char *>(call_.recvbuf) + off;
         if (!multi() && from != into) {
-            const int rc = d.api().memcpy_dtod_async(reinterpret_cast<CUdeviceptr>(into),
-                                                     reinterpret_cast<CUdeviceptr>(from), bytes, team_->stream());
+            const int rc = d.api().memcpy_dtod_async(reinterpret_cast<gpu::CUdeviceptr>(into),
+                                                     reinterpret_cast<gpu::CUdeviceptr>(from), bytes, team_->stream());
             if (rc != 0) {
                 fail(Stage::NodeRs, d.error_text("cuMemcpyDtoDAsync", rc));
                 return false;
@@ -150,11 +150,11 @@ bool DeviceHierarchical::stage_out(Chunk &chunk, size_t index)
         return true;
     }
     stage_ = Stage::D2H;
-    const auto src = reinterpret_cast<CUdeviceptr>(from);
-    const int rc =
-        d.api().memcpy_dtoh_async
-            ? d.api().memcpy_dtoh_async(chunk.buffer->data(), src, bytes, team_->stream())
-            : d.api().memcpy_async(reinterpret_cast<CUdeviceptr>(chunk.buffer->data()), src, bytes, team_->stream());
+    const auto src = reinterpret_cast<gpu::CUdeviceptr>(from);
+    const int rc = d.api().memcpy_dtoh_async
+                       ? d.api().memcpy_dtoh_async(chunk.buffer->data(), src, bytes, team_->stream())
+                       : d.api().memcpy_async(reinterpret_cast<gpu::CUdeviceptr>(chunk.buffer->data()), src, bytes,
+                                              team_->stream());
     if (rc != 0) {
         fail(Stage::D2H, d.error_text("cuMemcpyDtoHAsync", rc));
         return false;
@@ -199,17 +199,17 @@ bool DeviceHierarchical::start_rail(Chunk &chunk)
 
 bool DeviceHierarchical::copy_back(Chunk &chunk)
 {
-    const auto &d = CudaDriver::instance();
+    const auto &d = gpu::CudaDriver::instance();
     const plan::RailUnit &u = units_[chunk.unit];
     stage_ = Stage::H2D;
     chunk.since = Clock::now();
-    ContextScope scope(team_->context());
-    const auto dst = reinterpret_cast<CUdeviceptr>(static_cast<char *>(call_.recvbuf) + u.first * elem_);
+    gpu::ContextScope scope(team_->context());
+    const auto dst = reinterpret_cast<gpu::CUdeviceptr>(static_cast<char *>(call_.recvbuf) + u.first * elem_);
     const size_t bytes = u.count * elem_;
-    const int rc =
-        d.api().memcpy_htod_async
-            ? d.api().memcpy_htod_async(dst, chunk.buffer->data(), bytes, team_->stream())
-            : d.api().memcpy_async(dst, reinterpret_cast<CUdeviceptr>(chunk.buffer->data()), bytes, team_->stream());
+    const int rc = d.api().memcpy_htod_async
+                       ? d.api().memcpy_htod_async(dst, chunk.buffer->data(), bytes, team_->stream())
+                       : d.api().memcpy_async(dst, reinterpret_cast<gpu::CUdeviceptr>(chunk.buffer->data()), bytes,
+                                              team_->stream());
     if (rc != 0) {
         fail(Stage::H2D, d.error_text("cuMemcpyHtoDAsync", rc));
         return false;
@@ -226,20 +226,20 @@ bool DeviceHierarchical::copy_back(Chunk &chunk)
 // Node allgather: every unit this rank does not own, out of its owner's result.
 void DeviceHierarchical::launch_gather()
 {
-    const auto &d = CudaDriver::instance();
+    const auto &d = gpu::CudaDriver::instance();
     const topo::Topology &t = host_.topology();
     const int node = t.node_of[static_cast<size_t>(setup_.rank)];
     const auto &members = team_->members();
-    ContextScope scope(team_->context());
+    gpu::ContextScope scope(team_->context());
     char *recv = static_cast<char *>(call_.recvbuf);
     for (const auto &u : units_) {
         const int owner = plan::slice_owner(t, node, u.slice);
         if (owner == setup_.rank) continue;
         const size_t i = size_t(std::find(members.begin(), members.end(), owner) - members.begin());
         const size_t off = u.first * elem_;
-        const int rc =
-            d.api().memcpy_dtod_async(reinterpret_cast<CUdeviceptr>(recv + off),
-                                      reinterpret_cast<CUdeviceptr>(dsts_[i] + off), u.count * elem_, team_->stream());
+        const int rc = d.api().memcpy_dtod_async(reinterpret_cast<gpu::CUdeviceptr>(recv + off),
+                                                 reinterpret_cast<gpu::CUdeviceptr>(dsts_[i] + off), u.count * elem_,
+                                                 team_->stream());
         if (rc != 0)
             return fail(Stage::NodeAg,
                         "copy from " + team_->describe(owner) + ": " + d.error_text("cuMemcpyDtoDAsync", rc));
@@ -256,4 +256,4 @@ bool DeviceHierarchical::stream_finished(Stage stage)
     return false;
 }
 
-}  // namespace gpurdma::gpu
+}  // namespace gpurdma::algo

@@ -13,19 +13,19 @@
 #include "gpu/cuda_driver.h"
 #include "gpu/device_team.h"
 
-namespace gpurdma::gpu {
+namespace gpurdma::algo {
 
 // Posts this rank's buffers for call `seq`. local_ok: both are device memory of the
 // team's context; the vote is no otherwise, or where an IPC handle cannot be made.
-void post_buffers(DeviceTeam &team, int rank, uint64_t seq, const algo::Call &call, const PointerInfo &src,
-                  const PointerInfo &dst, bool local_ok);
+void post_buffers(gpu::DeviceTeam &team, int rank, uint64_t seq, const Call &call, const gpu::PointerInfo &src,
+                  const gpu::PointerInfo &dst, bool local_ok);
 
 // The first of `members` that voted no for the posted call, or -1.
-int refusing_member(const DeviceTeam &team, const std::vector<int> &members);
+int refusing_member(const gpu::DeviceTeam &team, const std::vector<int> &members);
 
 // Every member's source and result in this process, in member order (this rank's own,
 // the peers' through the IPC cache). An error names the peer.
-Status map_member_buffers(DeviceTeam &team, const std::vector<int> &members, int rank, const algo::Call &call,
+Status map_member_buffers(gpu::DeviceTeam &team, const std::vector<int> &members, int rank, const Call &call,
                           std::vector<const char *> *srcs, std::vector<char *> *dsts);
 
-}  // namespace gpurdma::gpu
+}  // namespace gpurdma::algo

@@ -1,4 +1,4 @@
-#include "gpu/node_exchange.h"
+#include "algo/node_exchange.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -13,7 +13,7 @@
 #include "base/text.h"
 #include "transport/shm_segment.h"
 
-namespace gpurdma::gpu {
+namespace gpurdma::algo {
 
 namespace {
 
@@ -48,7 +48,7 @@ NodeExchange::Slot &NodeExchange::slot(size_t local) const
     return reinterpret_cast<Slot *>(base_)[local];
 }
 
-NodeExchange::NodeExchange(algo::HostTeam &team) : team_(team)
+NodeExchange::NodeExchange(HostTeam &team) : team_(team)
 {
     members_ = team.node_members();
     local_ = size_t(std::find(members_.begin(), members_.end(), team.rank()) - members_.begin());
@@ -204,4 +204,4 @@ std::string NodeExchange::describe_wait() const
            awaited_what_ + " (does it pass host buffers to this call?)";
 }
 
-}  // namespace gpurdma::gpu
+}  // namespace gpurdma::algo

@@ -1,24 +1,24 @@
-#include "gpu/device_hierarchical.h"
+#include "algo/device_hierarchical.h"
 
 #include <algorithm>
 
+#include "algo/device_team_setup.h"
+#include "algo/node_ipc.h"
 #include "base/text.h"
 #include "gpu/buffer_query.h"
-#include "gpu/device_team_setup.h"
-#include "gpu/node_ipc.h"
 #include "gpu/stage_words.h"
 #include "plan/planner.h"
 #include "reduce/reduce.h"
 #include "reduce/reduce_device.h"
 
-namespace gpurdma::gpu {
+namespace gpurdma::algo {
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
-constexpr uint64_t kFail = ControlSlot::kFail;
+constexpr uint64_t kFail = gpu::ControlSlot::kFail;
 
-bool in_place(const algo::Call &call)
+bool in_place(const Call &call)
 {
     return call.sendbuf == nullptr || call.sendbuf == call.recvbuf;
 }
@@ -30,7 +30,7 @@ double ms_since(Clock::time_point t)
 
 }  // namespace
 
-DeviceHierarchical::DeviceHierarchical(DeviceSetup setup, algo::HostTeam &host) : setup_(std::move(setup)), host_(host)
+DeviceHierarchical::DeviceHierarchical(gpu::DeviceSetup setup, HostTeam &host) : setup_(std::move(setup)), host_(host)
 {
     setup_.node_scope = true;
 }
@@ -60,9 +60,9 @@ DeviceHierarchical::~DeviceHierarchical()
 bool DeviceHierarchical::chunks_unused(std::string *why)
 {
     struct CopiesDone : exec::Task {
-        DeviceTeam &team;
-        const DeviceRailWork *rail;
-        CopiesDone(DeviceTeam &t, const DeviceRailWork *r) : team(t), rail(r) {}
+        gpu::DeviceTeam &team;
+        const gpu::DeviceRailWork *rail;
+        CopiesDone(gpu::DeviceTeam &t, const gpu::DeviceRailWork *r) : team(t), rail(r) {}
         exec::State advance() override
         {
             // A failing query: the stream's work will never run (a sticky error).
@@ -96,20 +96,20 @@ bool DeviceHierarchical::chunks_unused(std::string *why)
     return st.is_ok();
 }
 
-Status DeviceHierarchical::start(const algo::Call &call)
+Status DeviceHierarchical::start(const Call &call)
 {
-    PointerInfo sinfo, rinfo;
-    buffer_info(setup_.buffers, call, &sinfo, &rinfo);
-    if (team_state_ == algo::DeviceSetUp::NotYet) {
+    gpu::PointerInfo sinfo, rinfo;
+    gpu::buffer_info(setup_.buffers, {call.sendbuf, call.recvbuf}, &sinfo, &rinfo);
+    if (team_state_ == DeviceSetUp::NotYet) {
         // Among the node's ranks, as steps of this call (advance): nothing waits here.
         call_ = call;
         failure_.clear();
         setting_up_ =
-            std::make_unique<DeviceTeamSetUp>(setup_, host_, rinfo.kind == MemoryKind::Device ? rinfo : sinfo);
+            std::make_unique<DeviceTeamSetUp>(setup_, host_, rinfo.kind == gpu::MemoryKind::Device ? rinfo : sinfo);
         step_ = Step::SettingUp;
         return Status::ok();
     }
-    if (team_state_ == algo::DeviceSetUp::Staged) return Status::unsupported("this communicator stages GPU buffers");
+    if (team_state_ == DeviceSetUp::Staged) return Status::unsupported("this communicator stages GPU buffers");
     return begin_call(call, sinfo, rinfo);
 }
 
@@ -124,11 +124,11 @@ exec::State DeviceHierarchical::advance_set_up()
     Status begun = st;
     if (st.is_ok()) {
         set_up_rail();
-        PointerInfo sinfo, rinfo;
-        buffer_info(setup_.buffers, call_, &sinfo, &rinfo);
+        gpu::PointerInfo sinfo, rinfo;
+        gpu::buffer_info(setup_.buffers, {call_.sendbuf, call_.recvbuf}, &sinfo, &rinfo);
         begun = begin_call(call_, sinfo, rinfo);
     } else if (st.is_unsupported()) {
-        team_state_ = algo::DeviceSetUp::Staged;  // this communicator stages from now on
+        team_state_ = DeviceSetUp::Staged;  // this communicator stages from now on
     }
     if (begun.is_unsupported()) {
         step_ = Step::Declined;
@@ -142,7 +142,7 @@ exec::State DeviceHierarchical::advance_set_up()
     return exec::State::Running;
 }
 
-Status DeviceHierarchical::begin_call(const algo::Call &call, const PointerInfo &sinfo, const PointerInfo &rinfo)
+Status DeviceHierarchical::begin_call(const Call &call, const gpu::PointerInfo &sinfo, const gpu::PointerInfo &rinfo)
 {
     call_ = call;
     if (in_place(call)) call_.sendbuf = nullptr;
@@ -150,9 +150,9 @@ Status DeviceHierarchical::begin_call(const algo::Call &call, const PointerInfo 
     failure_.clear();
     stage_ms_.fill(0);
     call_start_ = stage_start_ = Clock::now();
-    const PointerInfo &srcinfo = call_.in_place() ? rinfo : sinfo;
-    auto usable = [this](const PointerInfo &i) {
-        return i.kind == MemoryKind::Device && i.context == team_->context() && i.base != 0;
+    const gpu::PointerInfo &srcinfo = call_.in_place() ? rinfo : sinfo;
+    auto usable = [this](const gpu::PointerInfo &i) {
+        return i.kind == gpu::MemoryKind::Device && i.context == team_->context() && i.base != 0;
     };
     const bool local_ok = usable(rinfo) && usable(srcinfo);
 
@@ -189,7 +189,7 @@ exec::State DeviceHierarchical::advance()
     for (;;) {
         switch (step_) {
             case Step::Posted:
-                if (!peers_reached(&ControlSlot::posted)) return now();
+                if (!peers_reached(&gpu::ControlSlot::posted)) return now();
                 if (declined()) return exec::State::Declined;
                 if (!map_peers()) return now();
                 enter(Step::Pipeline);
@@ -199,7 +199,7 @@ exec::State DeviceHierarchical::advance()
                 if (step_ == Step::Pipeline) return now();
                 continue;
             case Step::Reduced:
-                if (!peers_reached(&ControlSlot::reduced)) return now();
+                if (!peers_reached(&gpu::ControlSlot::reduced)) return now();
                 launch_gather();
                 continue;
             case Step::Gathering:
@@ -208,7 +208,7 @@ exec::State DeviceHierarchical::advance()
                 enter(Step::Gathered);
                 continue;
             case Step::Gathered:
-                if (!peers_reached(&ControlSlot::gathered)) return now();
+                if (!peers_reached(&gpu::ControlSlot::gathered)) return now();
                 add_time(Stage::NodeAg, stage_start_);
                 enter(Step::Done);
                 continue;
@@ -242,11 +242,11 @@ exec::State DeviceHierarchical::now() const
 
 // The node members' stage words, in rank order; false while one has not reached this
 // call, or once one announced that it failed (then step_ is Failed).
-bool DeviceHierarchical::peers_reached(std::atomic<uint64_t> ControlSlot::*word)
+bool DeviceHierarchical::peers_reached(std::atomic<uint64_t> gpu::ControlSlot::*word)
 {
-    const StageScan scan =
+    const gpu::StageScan scan =
         scan_stage_words(*team_, team_->members(), setup_.rank, word, seq_, &peer_index_, &position_);
-    if (scan != StageScan::PeerFailed) return scan == StageScan::Reached;
+    if (scan != gpu::StageScan::PeerFailed) return scan == gpu::StageScan::Reached;
     const char *what = step_ == Step::Posted    ? " failed before posting its buffers"
                        : step_ == Step::Reduced ? " failed before its slices were back"
                                                 : " failed in its allgather";
@@ -287,7 +287,7 @@ void DeviceHierarchical::fail(Stage stage, const std::string &what)
 void DeviceHierarchical::abandon()
 {
     if (multi() && step_ != Step::Idle && step_ != Step::Done && step_ != Step::Declined) {
-        ControlSlot &me = team_->slot(setup_.rank);
+        gpu::ControlSlot &me = team_->slot(setup_.rank);
         if ((me.reduced.load(std::memory_order_relaxed) & ~kFail) < seq_)
             me.reduced.store(seq_ | kFail, std::memory_order_release);
         if ((me.gathered.load(std::memory_order_relaxed) & ~kFail) < seq_)
@@ -313,7 +313,7 @@ void DeviceHierarchical::finish()
                      "%zu units here of %zu), call %llu: %.3f ms; stage times (ms, summed over units): node RS "
                      "%.3f, inter-node with the GPU's reductions%s %.3f, node AG %.3f",
                      setup_.name.c_str(), setup_.rank, call_.count, gpurdma_dtype_name(call_.dtype),
-                     gpurdma_op_name(call_.op), rail_mode_name(rail_mode_).c_str(), mine_.size(), units_.size(),
+                     gpurdma_op_name(call_.op), gpu::rail_mode_name(rail_mode_).c_str(), mine_.size(), units_.size(),
                      static_cast<unsigned long long>(seq_), ms_since(call_start_), stage_ms_[size_t(Stage::D2H)],
                      rail_mode_.direct_sends ? "" : " and staged sends", stage_ms_[size_t(Stage::InterNode)],
                      stage_ms_[size_t(Stage::NodeAg)]);
@@ -423,4 +423,4 @@ std::string DeviceHierarchical::describe_call() const
            " of " + std::to_string(units_.size()) + " units here";
 }
 
-}  // namespace gpurdma::gpu
+}  // namespace gpurdma::algo

@@ -1,24 +1,24 @@
-#include "gpu/node_ipc.h"
+#include "algo/node_ipc.h"
 
-namespace gpurdma::gpu {
+namespace gpurdma::algo {
 
 namespace {
 
-const char *source_of(const algo::Call &call)
+const char *source_of(const Call &call)
 {
     return static_cast<const char *>(call.in_place() ? call.recvbuf : call.sendbuf);
 }
 
 }  // namespace
 
-void post_buffers(DeviceTeam &team, int rank, uint64_t seq, const algo::Call &call, const PointerInfo &src,
-                  const PointerInfo &dst, bool local_ok)
+void post_buffers(gpu::DeviceTeam &team, int rank, uint64_t seq, const Call &call, const gpu::PointerInfo &src,
+                  const gpu::PointerInfo &dst, bool local_ok)
 {
-    ControlSlot &me = team.slot(rank);
+    gpu::ControlSlot &me = team.slot(rank);
     uint32_t vote = local_ok;
     if (vote) {
-        const auto &api = CudaDriver::instance().api();
-        ContextScope scope(team.context());
+        const auto &api = gpu::CudaDriver::instance().api();
+        gpu::ContextScope scope(team.context());
         vote = api.ipc_get_mem_handle(&me.src_handle, src.base) == 0 &&
                api.ipc_get_mem_handle(&me.dst_handle, dst.base) == 0;
         me.src_id = src.buffer_id;
@@ -30,17 +30,17 @@ void post_buffers(DeviceTeam &team, int rank, uint64_t seq, const algo::Call &ca
     me.posted.store(seq, std::memory_order_release);
 }
 
-int refusing_member(const DeviceTeam &team, const std::vector<int> &members)
+int refusing_member(const gpu::DeviceTeam &team, const std::vector<int> &members)
 {
     for (int r : members)
         if (!team.slot(r).vote) return r;
     return -1;
 }
 
-Status map_member_buffers(DeviceTeam &team, const std::vector<int> &members, int rank, const algo::Call &call,
+Status map_member_buffers(gpu::DeviceTeam &team, const std::vector<int> &members, int rank, const Call &call,
                           std::vector<const char *> *srcs, std::vector<char *> *dsts)
 {
-    IpcCache &ipc = team.ipc();
+    gpu::IpcCache &ipc = team.ipc();
     ipc.begin_call();
     srcs->assign(members.size(), nullptr);
     dsts->assign(members.size(), nullptr);
@@ -51,7 +51,7 @@ Status map_member_buffers(DeviceTeam &team, const std::vector<int> &members, int
             (*dsts)[i] = static_cast<char *>(call.recvbuf);
             continue;
         }
-        const ControlSlot &p = team.slot(r);
+        const gpu::ControlSlot &p = team.slot(r);
         uintptr_t sbase = 0, dbase = 0;
         Status mapped = ipc.map(r, p.src_id, p.src_handle, &sbase);
         if (mapped.is_ok()) mapped = ipc.map(r, p.dst_id, p.dst_handle, &dbase);
@@ -63,4 +63,4 @@ Status map_member_buffers(DeviceTeam &team, const std::vector<int> &members, int
     return Status::ok();
 }
 
-}  // namespace gpurdma::gpu
+}  // namespace gpurdma::algo

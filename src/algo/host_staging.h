@@ -28,21 +28,21 @@
 #include "gpu/cuda_driver.h"
 #include "gpu/pinned_buffer.h"
 
-namespace gpurdma::gpu {
+namespace gpurdma::algo {
 
-class HostStaging : public algo::Algorithm, private NonCopyable {
+class HostStaging : public Algorithm, private NonCopyable {
 public:
     // The host algorithm for a call on the host copies; null where the communicator is a
     // single rank (its data is the result).
-    using Chooser = std::function<algo::Algorithm *(const algo::Call &host_call)>;
+    using Chooser = std::function<Algorithm *(const Call &host_call)>;
 
     // timeout_s bounds the wait in the destructor for a copy still running (a failed call's).
     // buffers: the communicator's record of what each call's buffers are.
-    HostStaging(std::string name, double timeout_s, const Logger *log, const BufferQuery *buffers, Chooser choose);
+    HostStaging(std::string name, double timeout_s, const Logger *log, const gpu::BufferQuery *buffers, Chooser choose);
     ~HostStaging() override;
 
     // Launches the copies of the call's GPU data to the host copies (staging in).
-    Status start(const algo::Call &call) override;
+    Status start(const Call &call) override;
     // Polls the copy in, then runs the host algorithm, then launches and polls the copy
     // of its result back to the receive buffer (staging out).
     exec::State advance() override;
@@ -58,9 +58,9 @@ private:
     enum class Step { Idle, In, Host, Out, Done, Failed };
 
     // *buffer holds at least `bytes` (a new one at least twice the old size).
-    void reserve(std::unique_ptr<PinnedBuffer> *buffer, size_t bytes, CUcontext ctx);
+    void reserve(std::unique_ptr<gpu::PinnedBuffer> *buffer, size_t bytes, gpu::CUcontext ctx);
     // The stream and fence of ctx (created on first use or when the context changes).
-    void use_context(CUcontext ctx);
+    void use_context(gpu::CUcontext ctx);
     void release_stream();
     // Enqueues one copy on the stream (unified addressing: either direction).
     Status enqueue_copy(void *dst, const void *src, size_t bytes);
@@ -76,27 +76,27 @@ private:
     std::string name_;  // the communicator, for messages
     double timeout_s_;
     const Logger *log_;
-    const BufferQuery *buffers_;
+    const gpu::BufferQuery *buffers_;
     Chooser choose_;
     std::string why_;  // why the last host copy allocated is not page-locked ("" if it is)
 
-    CUcontext ctx_ = nullptr;  // of the stream and fence
-    CUstream stream_ = nullptr;  // null: the legacy stream (where no stream could be created)
+    gpu::CUcontext ctx_ = nullptr;  // of the stream and fence
+    gpu::CUstream stream_ = nullptr;  // null: the legacy stream (where no stream could be created)
     bool own_stream_ = false;
-    std::unique_ptr<CopyFence> fence_;
+    std::unique_ptr<gpu::CopyFence> fence_;
     bool copying_ = false;  // copies enqueued whose fence has not been reached
 
     // The call in flight.
-    algo::Call call_;
-    algo::Call host_;  // the same call on the host copies
+    Call call_;
+    Call host_;  // the same call on the host copies
     size_t bytes_ = 0;
-    PointerInfo rinfo_;  // the call's receive buffer
-    algo::Algorithm *algorithm_ = nullptr;  // the host algorithm (null: a single rank)
+    gpu::PointerInfo rinfo_;  // the call's receive buffer
+    Algorithm *algorithm_ = nullptr;  // the host algorithm (null: a single rank)
     Step step_ = Step::Idle;
     uint64_t moves_ = 0;
     std::string failure_;
-    std::unique_ptr<PinnedBuffer> send_;
-    std::unique_ptr<PinnedBuffer> recv_;
+    std::unique_ptr<gpu::PinnedBuffer> send_;
+    std::unique_ptr<gpu::PinnedBuffer> recv_;
 };
 
-}  // namespace gpurdma::gpu
+}  // namespace gpurdma::algo

@@ -1,4 +1,4 @@
-#include "gpu/host_staging.h"
+#include "algo/host_staging.h"
 
 #include <algorithm>
 #include <cstring>
@@ -8,9 +8,9 @@
 #include "gpu/buffer_query.h"
 #include "reduce/reduce.h"
 
-namespace gpurdma::gpu {
+namespace gpurdma::algo {
 
-HostStaging::HostStaging(std::string name, double timeout_s, const Logger *log, const BufferQuery *buffers,
+HostStaging::HostStaging(std::string name, double timeout_s, const Logger *log, const gpu::BufferQuery *buffers,
                          Chooser choose)
     : name_(std::move(name)), timeout_s_(timeout_s), log_(log), buffers_(buffers), choose_(std::move(choose))
 {}
@@ -29,34 +29,34 @@ HostStaging::~HostStaging()
     release_stream();
 }
 
-void HostStaging::reserve(std::unique_ptr<PinnedBuffer> *buffer, size_t bytes, CUcontext ctx)
+void HostStaging::reserve(std::unique_ptr<gpu::PinnedBuffer> *buffer, size_t bytes, gpu::CUcontext ctx)
 {
     if (*buffer && (*buffer)->size() >= bytes) return;
     const size_t grown = *buffer ? 2 * (*buffer)->size() : 0;
     buffer->reset();  // the old one first: never both pinned at once
-    *buffer = std::make_unique<PinnedBuffer>(std::max<size_t>({bytes, grown, 64}), ctx, &why_);
+    *buffer = std::make_unique<gpu::PinnedBuffer>(std::max<size_t>({bytes, grown, 64}), ctx, &why_);
 }
 
-void HostStaging::use_context(CUcontext ctx)
+void HostStaging::use_context(gpu::CUcontext ctx)
 {
     if (fence_ && ctx == ctx_) return;
     release_stream();
     ctx_ = ctx;
-    const auto &api = CudaDriver::instance().api();
+    const auto &api = gpu::CudaDriver::instance().api();
     if (api.stream_create) {
-        ContextScope scope(ctx_);
-        own_stream_ = api.stream_create(&stream_, kStreamNonBlocking) == 0;
+        gpu::ContextScope scope(ctx_);
+        own_stream_ = api.stream_create(&stream_, gpu::kStreamNonBlocking) == 0;
     }
     if (!own_stream_) stream_ = nullptr;  // the legacy stream: still asynchronous to the host
-    fence_ = std::make_unique<CopyFence>(ctx_, stream_);
+    fence_ = std::make_unique<gpu::CopyFence>(ctx_, stream_);
 }
 
 void HostStaging::release_stream()
 {
     fence_.reset();
     if (own_stream_) {
-        ContextScope scope(ctx_);
-        CudaDriver::instance().api().stream_destroy(stream_);
+        gpu::ContextScope scope(ctx_);
+        gpu::CudaDriver::instance().api().stream_destroy(stream_);
     }
     stream_ = nullptr;
     own_stream_ = false;
@@ -64,12 +64,12 @@ void HostStaging::release_stream()
 
 Status HostStaging::enqueue_copy(void *dst, const void *src, size_t bytes)
 {
-    const auto &d = CudaDriver::instance();
+    const auto &d = gpu::CudaDriver::instance();
     // A driver without cuMemcpyAsync (older than any that loads the kernels) copies synchronously.
     if (!d.api().memcpy_async) return d.copy(dst, src, bytes, ctx_);
-    ContextScope scope(ctx_);
-    const int rc =
-        d.api().memcpy_async(reinterpret_cast<CUdeviceptr>(dst), reinterpret_cast<CUdeviceptr>(src), bytes, stream_);
+    gpu::ContextScope scope(ctx_);
+    const int rc = d.api().memcpy_async(reinterpret_cast<gpu::CUdeviceptr>(dst),
+                                        reinterpret_cast<gpu::CUdeviceptr>(src), bytes, stream_);
     if (rc != 0) return d.failure("cuMemcpyAsync", rc);
     copying_ = true;
     return Status::ok();
@@ -88,16 +88,16 @@ Status HostStaging::poll_copies()
     return polled;
 }
 
-Status HostStaging::start(const algo::Call &call)
+Status HostStaging::start(const Call &call)
 {
     const bool in_place = call.sendbuf == nullptr || call.sendbuf == call.recvbuf;
     call_ = call;
     failure_.clear();
     algorithm_ = nullptr;
-    PointerInfo sinfo;
-    buffer_info(buffers_, call, &sinfo, &rinfo_);
+    gpu::PointerInfo sinfo;
+    gpu::buffer_info(buffers_, {call.sendbuf, call.recvbuf}, &sinfo, &rinfo_);
     bytes_ = call.count * reduce::dtype_size(call.dtype);
-    const CUcontext ctx = rinfo_.kind == MemoryKind::Device ? rinfo_.context : sinfo.context;
+    const gpu::CUcontext ctx = rinfo_.kind == gpu::MemoryKind::Device ? rinfo_.context : sinfo.context;
     use_context(ctx);
     reserve(&recv_, bytes_, ctx);
     host_ = call;
@@ -106,7 +106,7 @@ Status HostStaging::start(const algo::Call &call)
     if (in_place) {
         const Status copied = enqueue_copy(recv_->data(), call.recvbuf, bytes_);
         if (!copied.is_ok()) return copied.prefixed(name_ + ": staging in the GPU buffer: ");
-    } else if (sinfo.kind == MemoryKind::Device) {
+    } else if (sinfo.kind == gpu::MemoryKind::Device) {
         reserve(&send_, bytes_, sinfo.context);
         const Status copied = enqueue_copy(send_->data(), call.sendbuf, bytes_);
         if (!copied.is_ok()) return copied.prefixed(name_ + ": staging in the GPU send buffer: ");
@@ -131,7 +131,7 @@ exec::State HostStaging::fail(const std::string &what)
 exec::State HostStaging::stage_out()
 {
     ++moves_;
-    if (rinfo_.kind != MemoryKind::Device) {  // a host receive buffer beside a GPU send buffer
+    if (rinfo_.kind != gpu::MemoryKind::Device) {  // a host receive buffer beside a GPU send buffer
         std::memcpy(call_.recvbuf, recv_->data(), bytes_);
         step_ = Step::Done;
         return exec::State::Done;
@@ -191,8 +191,8 @@ exec::State HostStaging::advance()
 bool HostStaging::copies_done()
 {
     struct CopyDone : exec::Task {
-        CopyFence &fence;
-        explicit CopyDone(CopyFence &f) : fence(f) {}
+        gpu::CopyFence &fence;
+        explicit CopyDone(gpu::CopyFence &f) : fence(f) {}
         exec::State advance() override
         {
             bool done = false;
@@ -246,4 +246,4 @@ std::string HostStaging::describe_call() const
     return "staged through " + memory + ", copies on the communicator's stream, then the host path";
 }
 
-}  // namespace gpurdma::gpu
+}  // namespace gpurdma::algo
