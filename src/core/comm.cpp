@@ -17,46 +17,6 @@ using gpurdma::exec::State;
 using Kind = gpurdma_request::Kind;
 using Phase = gpurdma_request::Phase;
 
-void gpurdma_comm::Engine::lock()
-{
-    mutex_.lock();
-    owner_.store(std::this_thread::get_id(), std::memory_order_relaxed);
-}
-
-bool gpurdma_comm::Engine::try_lock()
-{
-    // Never try a mutex this thread holds (undefined for std::mutex): it is busy anyway.
-    if (held_by_this_thread() || !mutex_.try_lock()) return false;
-    owner_.store(std::this_thread::get_id(), std::memory_order_relaxed);
-    return true;
-}
-
-void gpurdma_comm::Engine::unlock()
-{
-    owner_.store(std::thread::id(), std::memory_order_relaxed);
-    mutex_.unlock();
-}
-
-// Calls that start a collective on one communicator must not overlap (MPI makes it
-// erroneous); two that do would interleave their data. One atomic exchange tells.
-// Not checked (always alone) where no other thread can call (checked: false).
-class gpurdma_comm::Starting {
-public:
-    explicit Starting(std::atomic<bool> &flag, bool checked = true)
-        : flag_(flag), checked_(checked), alone_(!checked || !flag.exchange(true, std::memory_order_acquire))
-    {}
-    ~Starting()
-    {
-        if (checked_ && alone_) flag_.store(false, std::memory_order_release);
-    }
-    bool alone() const { return alone_; }
-
-private:
-    std::atomic<bool> &flag_;
-    const bool checked_;
-    const bool alone_;
-};
-
 gpurdma::exec::State gpurdma_request::advance()
 {
     return comm->advance_call(*this);
@@ -77,26 +37,26 @@ gpurdma_comm::gpurdma_comm(gpurdma_context *ctx, const gpurdma_comm_params_t &pa
 gpurdma_comm::~gpurdma_comm()
 {
     {
-        std::lock_guard<Engine> hold(engine_);
+        std::lock_guard<gpurdma::exec::EngineLock> hold(calls_.engine());
         // Calls still in flight (the caller freed the communicator, or their requests)
         // complete first: every rank does the same, bounded by the timeout.
-        conclude_ended();
-        while (!queue_.empty()) {
-            gpurdma_request &front = *queue_.front();
+        calls_.conclude_ended();
+        while (!calls_.empty()) {
+            gpurdma_request &front = static_cast<gpurdma_request &>(calls_.front());
             struct Drain : gpurdma::exec::Task {
                 gpurdma_comm &comm;
                 explicit Drain(gpurdma_comm &c) : comm(c) {}
                 State advance() override
                 {
-                    return comm.drive_queue(), comm.queue_.empty() ? State::Done : State::Running;
+                    return comm.calls_.drive(), comm.calls_.empty() ? State::Done : State::Running;
                 }
-                uint64_t position() const override { return comm.stats.calls + comm.queue_.size(); }
-                std::string describe_wait() const override { return comm.queue_.front()->describe_wait(); }
+                uint64_t position() const override { return comm.stats.calls + comm.calls_.size(); }
+                std::string describe_wait() const override { return comm.calls_.front().describe_wait(); }
                 std::string describe_failure() const override { return comm.last_error; }
             } drain(*this);
             (void)loop_for(front).run(drain);  // each call fails itself at its own timeout
         }
-        context->deactivate(this);
+        context->engine.deactivate(&calls_);
         for (gpurdma_request *r : persistent_) r->comm = nullptr;  // the caller frees them later
         persistent_.clear();
     }
@@ -238,69 +198,13 @@ void gpurdma_comm::conclude(gpurdma_request &r, State state, const Status &resul
     report(r, fail(st.code(), st.message()));
 }
 
-void gpurdma_comm::conclude_ended()
-{
-    while (!ended_.empty()) {
-        const Ended e = ended_.front();
-        ended_.pop_front();
-        conclude(*e.request, e.state, e.result);
-    }
-}
-
-int gpurdma_comm::drive_queue(bool reporting)
-{
-    int events = 0;
-    yield_wanted_ = false;
-    if (reporting && !ended_.empty()) {
-        events += static_cast<int>(ended_.size());
-        conclude_ended();
-    }
-    while (!queue_.empty()) {
-        if (!reporting && !ended_.empty() && ended_.back().state != State::Done) return events;
-        gpurdma_request &front = *queue_.front();
-        Status result;
-        const gpurdma::exec::ProgressLoop &loop = loop_for(front);
-        const State st = loop.step(front, front.clock, &result);
-        if (st == State::Running) {
-            yield_wanted_ = events == 0 && loop.should_yield(front.clock);
-            return events;
-        }
-        queue_.pop_front();
-        ++events;
-        if (!reporting) {  // not an MPI thread: the next reporting drive concludes it
-            ended_.push_back(Ended{&front, st, result});
-            continue;
-        }
-        conclude(front, st, result);
-        if (!broken_) continue;
-        // What was queued behind a failure cannot run: the peers' calls stopped too.
-        while (!queue_.empty()) {
-            gpurdma_request &next = *queue_.front();
-            queue_.pop_front();
-            report(next, GPURDMA_ERR_BROKEN);
-        }
-    }
-    return events;
-}
-
 void gpurdma_comm::enqueue(gpurdma_request &r)
 {
     r.phase = Phase::Started;
     r.failure.clear();
-    r.clock = gpurdma::exec::IdleClock();
     if (r.kind != Kind::Blocking) r.active.store(true, std::memory_order_release);
-    queue_.push_back(&r);
-    context->activate(this);
-}
-
-int gpurdma_comm::poll(bool report, bool *idle, bool *yield)
-{
-    if (!engine_.try_lock()) return 0;  // another thread drives it (and will again)
-    const int events = drive_queue(report);
-    *idle = queue_.empty() && ended_.empty();
-    *yield = yield_wanted_;
-    engine_.unlock();
-    return events;
+    calls_.push(r);
+    context->engine.activate(&calls_);
 }
 
 gpurdma_status_t gpurdma_comm::allreduce(const gpurdma::algo::Call &call)
@@ -308,26 +212,21 @@ gpurdma_status_t gpurdma_comm::allreduce(const gpurdma::algo::Call &call)
     // The latency path: where no other thread can start or drive calls (context's
     // concurrent()), neither the concurrency check nor the engine lock is needed.
     const bool concurrent = context->concurrent();
-    Starting starting(starting_, concurrent);
+    gpurdma::exec::StartGuard starting(calls_.starting(), concurrent);
     if (!starting.alone()) return GPURDMA_ERR_CONCURRENT;
-    struct Hold {
-        Engine &engine;
-        const bool locked;
-        Hold(Engine &e, bool lock) : engine(e), locked(lock) { locked ? engine.lock() : engine.claim(); }
-        ~Hold() { locked ? engine.unlock() : engine.unclaim(); }
-    } hold(engine_, concurrent);
+    gpurdma::exec::EngineHold hold(calls_.engine(), concurrent);
     if (broken_) return GPURDMA_ERR_BROKEN;  // last_error still names the first failure
     if (!gpurdma::reduce::supported(call.op, call.dtype)) return GPURDMA_ERR_UNSUPPORTED;
     if (call.count == 0) return GPURDMA_OK;
     // GPU buffers arrive as raw pointers from a non-CUDA-aware Open MPI: recognise them
     // before anything touches them from the CPU.
     const bool device_buffers = buffers_.touches_device_memory({call.sendbuf, call.recvbuf});
-    conclude_ended();  // callbacks in start order, before this call's
+    calls_.conclude_ended();  // callbacks in start order, before this call's
     const Status ready = prepare(call, device_buffers, Kind::Blocking);
     if (ready.is_unsupported()) return GPURDMA_ERR_UNSUPPORTED;  // handed on, the communicator intact
     if (!ready.is_ok()) return fail(ready.code(), ready.message());
     gpurdma_request r(this, Kind::Blocking, call, device_buffers);
-    if (queue_.empty()) {
+    if (calls_.empty()) {
         // Nothing in flight: the call runs at once under its loop.
         r.phase = Phase::Started;
         const Status st = run_now(r);
@@ -342,19 +241,19 @@ gpurdma_status_t gpurdma_comm::allreduce(const gpurdma::algo::Call &call)
         UntilDone(gpurdma_comm &c, gpurdma_request &m) : comm(c), mine(m) {}
         State advance() override
         {
-            comm.drive_queue();
+            comm.calls_.drive();
             return mine.phase == Phase::Idle ? State::Done : State::Running;
         }
-        uint64_t position() const override { return comm.stats.calls + comm.queue_.size() + mine.position(); }
-        std::string describe_wait() const override { return comm.queue_.front()->describe_wait(); }
+        uint64_t position() const override { return comm.stats.calls + comm.calls_.size() + mine.position(); }
+        std::string describe_wait() const override { return comm.calls_.front().describe_wait(); }
         std::string describe_failure() const override { return comm.last_error; }
     } until_done(*this, r);
     const Status st = loop_for(r).run(until_done);
     if (!st.is_ok() && r.phase != Phase::Idle) {
         // The loop's own timeout (the calls' clocks normally fire first): everything queued fails.
-        queue_.erase(std::find(queue_.begin(), queue_.end(), &r));
+        calls_.remove(r);
         conclude(r, State::Failed, st);
-        drive_queue();
+        calls_.drive();
     }
     return r.result;
 }
@@ -362,9 +261,9 @@ gpurdma_status_t gpurdma_comm::allreduce(const gpurdma::algo::Call &call)
 gpurdma_status_t gpurdma_comm::create(const gpurdma::algo::Call &call, Kind kind, gpurdma_complete_fn_t complete,
                                       void *arg, gpurdma_request **out)
 {
-    Starting starting(starting_);
+    gpurdma::exec::StartGuard starting(calls_.starting());
     if (!starting.alone()) return GPURDMA_ERR_CONCURRENT;
-    std::lock_guard<Engine> hold(engine_);
+    std::lock_guard<gpurdma::exec::EngineLock> hold(calls_.engine());
     if (broken_) return GPURDMA_ERR_BROKEN;
     if (!gpurdma::reduce::supported(call.op, call.dtype)) return GPURDMA_ERR_UNSUPPORTED;
     const bool device_buffers = call.count > 0 && buffers_.touches_device_memory({call.sendbuf, call.recvbuf});
@@ -380,31 +279,31 @@ gpurdma_status_t gpurdma_comm::create(const gpurdma::algo::Call &call, Kind kind
         return GPURDMA_OK;
     }
     enqueue(*r);
-    drive_queue();  // as far as it goes without waiting: the data starts moving now
+    calls_.drive();  // as far as it goes without waiting: the data starts moving now
     return GPURDMA_OK;
 }
 
 gpurdma_status_t gpurdma_comm::start(gpurdma_request &r)
 {
-    Starting starting(starting_);
+    gpurdma::exec::StartGuard starting(calls_.starting());
     if (!starting.alone()) return GPURDMA_ERR_CONCURRENT;
-    std::lock_guard<Engine> hold(engine_);
+    std::lock_guard<gpurdma::exec::EngineLock> hold(calls_.engine());
     if (r.kind != Kind::Persistent || r.active.load(std::memory_order_acquire)) return GPURDMA_ERR_INVALID;
     if (broken_) return GPURDMA_ERR_BROKEN;
     enqueue(r);
-    drive_queue();
+    calls_.drive();
     return GPURDMA_OK;
 }
 
 int gpurdma_comm::test(gpurdma_request &r)
 {
     if (!r.active.load(std::memory_order_acquire)) return 1;
-    gpurdma_context::CallerPolling polling(*context);
+    gpurdma::exec::ProgressEngine::CallerPolling polling(context->engine);
     bool yield = false;
-    if (engine_.try_lock()) {
-        drive_queue();
-        yield = yield_wanted_;
-        engine_.unlock();
+    if (calls_.engine().try_lock()) {
+        calls_.drive();
+        yield = calls_.yield_wanted();
+        calls_.engine().unlock();
     }
     const int done = r.active.load(std::memory_order_acquire) ? 0 : 1;
     // MPI_Test in a loop: the peer we wait for may need this core.
@@ -414,7 +313,7 @@ int gpurdma_comm::test(gpurdma_request &r)
 
 int gpurdma_comm::release(gpurdma_request *r)
 {
-    std::lock_guard<Engine> hold(engine_);
+    std::lock_guard<gpurdma::exec::EngineLock> hold(calls_.engine());
     if (r->active.load(std::memory_order_acquire)) {
         r->detached = true;
         return 1;

@@ -27,6 +27,7 @@
 #include "base/status.h"
 #include "core/context.h"
 #include "core/request.h"
+#include "exec/call_queue.h"
 #include "exec/progress.h"
 #include "gpurdma/gpurdma.h"
 
@@ -35,7 +36,7 @@ class HostTeam;
 class Selector;
 }  // namespace gpurdma::algo
 
-struct gpurdma_comm {
+struct gpurdma_comm final : private gpurdma::exec::CallQueue::Owner {
     gpurdma_comm(gpurdma_context *context, const gpurdma_comm_params_t &params);
     // Completes the calls still in flight (bounded by the timeout), orphans the
     // persistent requests the caller still holds, then releases everything.
@@ -49,14 +50,6 @@ struct gpurdma_comm {
     gpurdma_status_t start(gpurdma_request &request);
     int test(gpurdma_request &request);
     int release(gpurdma_request *request);
-    // The context's progress: advances the queue unless another thread is driving this
-    // communicator. report: also conclude the calls that ended (their callbacks; an MPI
-    // thread); otherwise they wait for the next reporting drive. Returns events (calls
-    // moved or ended); *idle: nothing queued or waiting to be reported; *yield: the
-    // front call is still and its wait policy would give the core away (the caller
-    // yields once it holds no lock).
-    int poll(bool report, bool *idle, bool *yield);
-
     // Begins the request's call when it reaches the front, then advances it (engine held).
     gpurdma::exec::State advance_call(gpurdma_request &request);
 
@@ -69,30 +62,6 @@ struct gpurdma_comm {
     gpurdma_comm_stats_t stats{};
 
 private:
-    // The engine: one thread at a time drives this communicator's calls. owner_ lets the
-    // context's progress skip a communicator whose own thread re-enters it (a set-up's
-    // bootstrap runs MPI's progress) instead of locking a mutex it already holds.
-    class Engine {
-    public:
-        void lock();
-        bool try_lock();
-        void unlock();
-        // Where no other thread can drive this communicator: only marked as this thread's,
-        // so that progress re-entered from inside a wait (MPI's) skips it.
-        void claim() { owner_.store(std::this_thread::get_id(), std::memory_order_relaxed); }
-        void unclaim() { owner_.store(std::thread::id(), std::memory_order_relaxed); }
-        bool held_by_this_thread() const
-        {
-            return owner_.load(std::memory_order_relaxed) == std::this_thread::get_id();
-        }
-
-    private:
-        std::mutex mutex_;
-        std::atomic<std::thread::id> owner_{};
-    };
-    // Marks a starting call; a second one at the same time (from another thread) is erroneous.
-    class Starting;
-
     // The checks and collective set-ups a call needs before it can run or be queued:
     // Unsupported (the same on every rank) hands it on. plan_ahead: the persistent
     // call's algorithm and schedule too.
@@ -134,12 +103,21 @@ private:
     const gpurdma::exec::ProgressLoop &loop_for(const gpurdma_request &request);
     const gpurdma::exec::ProgressLoop &device_loop();
 
-    // Queue (engine held): advances the front calls; concludes the ones that ended, or,
-    // without report (the progress thread), keeps them in ended_ for the next drive
-    // that reports, and stops after one that did not succeed.
-    int drive_queue(bool reporting = true);
-    void conclude_ended();
+    // Queues a started call and makes it known to the process's progress (engine held).
     void enqueue(gpurdma_request &request);
+    // CallQueue::Owner (engine held): the loop of a queued call, its end, and the
+    // communicator's state after it.
+    // communicator's state after it. Every queued call is a gpurdma_request.
+    const gpurdma::exec::ProgressLoop &loop_of(gpurdma::exec::Task &call) override
+    {
+        return loop_for(static_cast<gpurdma_request &>(call));
+    }
+    void ended(gpurdma::exec::Task &call, gpurdma::exec::State state, const gpurdma::Status &result) override
+    {
+        conclude(static_cast<gpurdma_request &>(call), state, result);
+    }
+    bool broken() const override { return broken_; }
+    void abort(gpurdma::exec::Task &call) override { report(static_cast<gpurdma_request &>(call), GPURDMA_ERR_BROKEN); }
     // The call ended (result ok or the failure); the counters, the callback, a detached request's deletion.
     void conclude(gpurdma_request &request, gpurdma::exec::State state, const gpurdma::Status &result);
     void report(gpurdma_request &request, gpurdma_status_t status);
@@ -148,16 +126,7 @@ private:
     // Adds n to a counter of this communicator and to the process totals.
     void tally(uint64_t gpurdma_comm_stats_t::*field, uint64_t n = 1);
 
-    Engine engine_;
-    std::atomic<bool> starting_{false};
-    std::deque<gpurdma_request *> queue_;  // started calls, in start order; the front runs
-    struct Ended {
-        gpurdma_request *request;
-        gpurdma::exec::State state;
-        gpurdma::Status result;
-    };
-    std::deque<Ended> ended_;  // ended on the progress thread, not yet concluded
-    bool yield_wanted_ = false;  // the last drive left the front call still, past its spin budget (engine held)
+    gpurdma::exec::CallQueue calls_{*this};  // started calls, in start order; the front runs
     std::set<gpurdma_request *> persistent_;  // the caller's persistent requests, orphaned at the end
     bool declined_ = false;
     bool broken_ = false;
@@ -171,6 +140,4 @@ private:
     gpurdma::algo::HostStaging staging_;
     std::unique_ptr<gpurdma::algo::DeviceAllreduce> device_;  // last: released first
     std::unique_ptr<gpurdma::algo::DeviceHierarchical> device_hier_;  // uses team_: released before it
-
-    friend struct gpurdma_context;
 };

@@ -52,7 +52,6 @@ struct gpurdma_request : gpurdma::exec::Task {
     size_t peer_index = 0;  // Agreeing: the next node peer whose buffer kind is awaited
     std::string awaited_peer;  // Agreeing: who that is, for the timeout message
     std::string failure;
-    gpurdma::exec::IdleClock clock;
     bool detached = false;  // freed while in flight: the communicator deletes it at completion
     gpurdma_status_t result = GPURDMA_OK;  // Blocking: how it ended
     std::atomic<bool> active{false};  // started and its completion not yet reported
