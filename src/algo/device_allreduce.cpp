@@ -60,30 +60,9 @@ Status DeviceAllreduce::start(const Call &call)
 // The set-up step of a call that started it: Running until the node agreed, then the call.
 exec::State DeviceAllreduce::advance_set_up()
 {
-    bool done = false;
-    const Status st = setting_up_->step(&done, &team_);
-    if (st.is_ok() && !done) return exec::State::Running;
-    setting_up_.reset();
-    ++position_;
-    Status begun = st;
-    if (st.is_ok()) {
-        team_state_ = DeviceSetUp::Ready;
-        gpu::PointerInfo sinfo, rinfo;
-        gpu::buffer_info(setup_.buffers, {call_.sendbuf, call_.recvbuf}, &sinfo, &rinfo);
-        begun = begin_call(call_, sinfo, rinfo);
-    } else if (st.is_unsupported()) {
-        team_state_ = DeviceSetUp::Staged;  // this communicator stages from now on
-    }
-    if (begun.is_unsupported()) {
-        step_ = Step::Declined;
-        return exec::State::Declined;
-    }
-    if (!begun.is_ok()) {
-        failure_ = begun.message();
-        step_ = Step::Failed;
-        return exec::State::Failed;
-    }
-    return exec::State::Running;
+    CallSetUpHooks hooks;
+    hooks.begin = [this](const gpu::PointerInfo &s, const gpu::PointerInfo &r) { return begin_call(call_, s, r); };
+    return step_call_set_up(call_, setup_, hooks, &setting_up_, &team_, &team_state_, &position_, &failure_, &step_);
 }
 
 Status DeviceAllreduce::begin_call(const Call &call, const gpu::PointerInfo &sinfo, const gpu::PointerInfo &rinfo)

@@ -104,8 +104,10 @@ Status DeviceHierarchical::start(const Call &call)
         // Among the node's ranks, as steps of this call (advance): nothing waits here.
         call_ = call;
         failure_.clear();
-        setting_up_ =
-            std::make_unique<DeviceTeamSetUp>(setup_, host_, rinfo.kind == gpu::MemoryKind::Device ? rinfo : sinfo);
+        // A team already set up: an earlier call gave up while this rank's rail was set up.
+        if (!team_)
+            setting_up_ =
+                std::make_unique<DeviceTeamSetUp>(setup_, host_, rinfo.kind == gpu::MemoryKind::Device ? rinfo : sinfo);
         step_ = Step::SettingUp;
         return Status::ok();
     }
@@ -113,33 +115,14 @@ Status DeviceHierarchical::start(const Call &call)
     return begin_call(call, sinfo, rinfo);
 }
 
-// The set-up step of a call that started it: Running until the node agreed, then the call.
+// The set-up step of a call that started it: Running until the node agreed and this
+// rank's rail is set up (algo/device_hierarchical_setup.cpp), then the call.
 exec::State DeviceHierarchical::advance_set_up()
 {
-    bool done = false;
-    const Status st = setting_up_->step(&done, &team_);
-    if (st.is_ok() && !done) return exec::State::Running;
-    setting_up_.reset();
-    ++position_;
-    Status begun = st;
-    if (st.is_ok()) {
-        set_up_rail();
-        gpu::PointerInfo sinfo, rinfo;
-        gpu::buffer_info(setup_.buffers, {call_.sendbuf, call_.recvbuf}, &sinfo, &rinfo);
-        begun = begin_call(call_, sinfo, rinfo);
-    } else if (st.is_unsupported()) {
-        team_state_ = DeviceSetUp::Staged;  // this communicator stages from now on
-    }
-    if (begun.is_unsupported()) {
-        step_ = Step::Declined;
-        return exec::State::Declined;
-    }
-    if (!begun.is_ok()) {
-        failure_ = begun.message();
-        step_ = Step::Failed;
-        return exec::State::Failed;
-    }
-    return exec::State::Running;
+    CallSetUpHooks hooks;
+    hooks.ready = [this](bool *done) { return set_up_rail_step(done); };
+    hooks.begin = [this](const gpu::PointerInfo &s, const gpu::PointerInfo &r) { return begin_call(call_, s, r); };
+    return step_call_set_up(call_, setup_, hooks, &setting_up_, &team_, &team_state_, &position_, &failure_, &step_);
 }
 
 Status DeviceHierarchical::begin_call(const Call &call, const gpu::PointerInfo &sinfo, const gpu::PointerInfo &rinfo)
@@ -374,6 +357,7 @@ const char *DeviceHierarchical::stage_name(Stage stage)
 std::string DeviceHierarchical::describe_wait() const
 {
     if (setting_up_) return setting_up_->describe_wait();
+    if (rates_probe_) return "device hierarchical set-up, " + rates_probe_->describe_wait();
     const std::string stage = std::string("device hierarchical ") + stage_name(stage_);
     switch (step_) {
         case Step::Posted:

@@ -52,6 +52,7 @@
 #include "base/status.h"
 #include "exec/executor.h"
 #include "gpu/copy_fence.h"
+#include "gpu/copy_rate_probe.h"
 #include "gpu/copy_rates.h"
 #include "gpu/device_rail_work.h"
 #include "gpu/device_team.h"
@@ -79,7 +80,10 @@ public:
     // May return exec::State::Declined: a rank of this node cannot share its buffers:
     // this node stages the call (the rail messages are the same, other nodes go on).
     exec::State advance() override;
-    uint64_t position() const override { return position_ + (setting_up_ ? setting_up_->position() : 0); }
+    uint64_t position() const override
+    {
+        return position_ + (setting_up_ ? setting_up_->position() : 0) + (rates_probe_ ? rates_probe_->position() : 0);
+    }
     std::string describe_wait() const override;
     std::string describe_failure() const override { return failure_; }
     void finish() override;
@@ -110,13 +114,20 @@ private:
     // bounded by the timeout; *why says what was still running if not).
     bool chunks_unused(std::string *why);
 
-    // After the node's team is set up: the rail's mode and the chunk buffers.
+    // After the node's team is set up, as steps: this GPU's copy rates where auto's
+    // estimate needs them, then set_up_rail(); Ok with *done once that ran.
+    Status set_up_rail_step(bool *done);
+    // The rail's mode and the chunk buffers.
     void set_up_rail();
     exec::State advance_set_up();
     // The call on a team that is set up: posts its buffers (Unsupported: this rank stages it).
     Status begin_call(const Call &call, const gpu::PointerInfo &sinfo, const gpu::PointerInfo &rinfo);
     // Where this rank's rail reduces, and the GPU's rail work if there.
     void choose_rail(const gpu::GdrDecision &gdr);
+    // Whether auto weighs the modes: nothing requested, and no algorithm forced flat.
+    bool wants_estimate() const;
+    // The rail of the first slice this rank owns, for a full unit (none: it owns none).
+    plan::Schedule first_rail() const;
     std::optional<gpu::RailCost> estimate_rail(bool direct_sends, bool gdr_eligible);
     void offer_gpu_landing(const gpu::GdrDecision &gdr);
     void log_mode(const gpu::GdrDecision &gdr) const;
@@ -147,6 +158,9 @@ private:
     DeviceSetUp team_state_ = DeviceSetUp::NotYet;
     std::unique_ptr<gpu::DeviceTeam> team_;
     std::unique_ptr<DeviceTeamSetUp> setting_up_;  // while the first call sets the team up
+    std::unique_ptr<gpu::CopyRateProbe> rates_probe_;  // then, while it times this GPU's copies
+    bool rates_probed_ = false;
+    std::optional<gpu::CopyRates> rates_;  // none: not needed, or timing them failed (estimate_why_)
     gpu::RailMode rail_mode_;
     std::unique_ptr<gpu::DeviceRailWork> rail_work_;  // the rail's local work where the GPU reduces
     std::unique_ptr<gpu::GpuLanding> gpu_landing_;  // GPU memory offered for arrivals, if any

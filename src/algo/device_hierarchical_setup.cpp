@@ -14,7 +14,30 @@ namespace gpurdma::algo {
 
 // The node's team is set up (algo/device_team_setup.h, among the node's ranks only: a
 // node of host-buffer ranks never joins, and a node peer that passes host buffers is
-// never sent anything): the rail's mode and the chunk buffers, local work.
+// never sent anything). Where auto weighs the modes, this GPU's copies are timed first,
+// as steps of the call (the progress loop's idle clock and timeout bound them), once
+// per process and device.
+Status DeviceHierarchical::set_up_rail_step(bool *done)
+{
+    *done = false;
+    if (!rates_probed_ && wants_estimate() && !first_rail().steps.empty())
+        rates_probe_ = std::make_unique<gpu::CopyRateProbe>(team_->context(), slot_bytes());
+    rates_probed_ = true;
+    if (rates_probe_) {
+        bool measured = false;
+        const Status st = rates_probe_->step(&measured);
+        if (st.is_ok() && !measured) return Status::ok();
+        if (st.is_ok()) rates_ = rates_probe_->rates();
+        else estimate_why_ = "timing this GPU's copies failed: " + st.message();
+        position_ += rates_probe_->position() + 1;  // position() keeps growing
+        rates_probe_.reset();
+    }
+    set_up_rail();
+    *done = true;
+    return Status::ok();
+}
+
+// The rail's mode and the chunk buffers, local work.
 void DeviceHierarchical::set_up_rail()
 {
     const gpu::GdrDecision gdr = team_->gdr_decision();
@@ -30,7 +53,6 @@ void DeviceHierarchical::set_up_rail()
         }
         chunks_.push_back(std::move(c));
     }
-    team_state_ = DeviceSetUp::Ready;
     log_mode(gdr);
 }
 
@@ -47,11 +69,7 @@ void DeviceHierarchical::choose_rail(const gpu::GdrDecision &gdr)
         gdr.eligible  ? "GPUDirect RDMA: " + gdr.reason
         : host_memory ? "the stand-in driver's device memory is host memory; GPUDirect RDMA not eligible: " + gdr.reason
                       : "GPUDirect RDMA not eligible: " + gdr.reason;
-    // Timed only where a call may take the rail (no algorithm forced flat).
-    const plan::Algorithm forced = host_.plan().algorithm;
-    if (in.requested != "host" && in.requested != "device" &&
-        (forced == plan::Algorithm::Auto || forced == plan::Algorithm::Hierarchical))
-        in.cost = estimate_rail(in.direct_sends, gdr.eligible);
+    if (wants_estimate()) in.cost = estimate_rail(in.direct_sends, gdr.eligible);
     rail_mode_ = gpu::choose_rail_mode(in);
     if (rail_mode_.reduce != gpu::RailReduce::Device) return;
     gpu::RailWorkSetup w;
@@ -75,27 +93,39 @@ void DeviceHierarchical::choose_rail(const gpu::GdrDecision &gdr)
                       rail_mode_.reason + "; but the GPU cannot reduce here (" + st.message() + "): the host does"};
 }
 
-// auto's estimate for a full unit (a slice of chunk_size bytes) of the first slice this
-// rank owns: the rail's own schedule counted, this node's copies and GPU step timed
-// now, the CPU's reduction rate and the network's from the host cost model. None (auto
-// then falls back to its rule) where the timing fails; verbose 1 says why.
-std::optional<gpu::RailCost> DeviceHierarchical::estimate_rail(bool direct_sends, bool gdr_eligible)
+// Timed only where a call may take the rail (no algorithm forced flat).
+bool DeviceHierarchical::wants_estimate() const
+{
+    const gpurdma_config_t *cfg = setup_.config;
+    const std::string requested = cfg && cfg->rail_reduce ? cfg->rail_reduce : "";
+    const plan::Algorithm forced = host_.plan().algorithm;
+    return requested != "host" && requested != "device" &&
+           (forced == plan::Algorithm::Auto || forced == plan::Algorithm::Hierarchical);
+}
+
+plan::Schedule DeviceHierarchical::first_rail() const
 {
     const topo::Topology &t = host_.topology();
-    const plan::PlanParams &plan = host_.plan();
     const int node = t.node_of[static_cast<size_t>(setup_.rank)];
     plan::Schedule rail;
     for (int slice = 0; slice < t.max_ppn() && rail.steps.empty(); ++slice)
         if (plan::slice_owner(t, node, slice) == setup_.rank)
-            rail = plan::build_rail_allreduce(t, setup_.rank, slice, slot_bytes() / sizeof(float), sizeof(float), plan);
-    if (rail.steps.empty()) return std::nullopt;
-    gpu::CopyRates rates;
-    const double timeout = setup_.config ? setup_.config->timeout_s : 30.0;
-    const Status st = gpu::measure_copy_rates(team_->context(), slot_bytes(), timeout, &rates);
-    if (!st.is_ok()) {
-        estimate_why_ = "timing this GPU's copies failed: " + st.message();
-        return std::nullopt;
-    }
+            rail = plan::build_rail_allreduce(t, setup_.rank, slice, slot_bytes() / sizeof(float), sizeof(float),
+                                              host_.plan());
+    return rail;
+}
+
+// auto's estimate for a full unit (a slice of chunk_size bytes) of the first slice this
+// rank owns: the rail's own schedule counted, this node's copies and GPU step timed at
+// set-up (set_up_rail_step), the CPU's reduction rate and the network's from the host
+// cost model. None (auto then falls back to its rule) where the timing failed; verbose 1
+// says why.
+std::optional<gpu::RailCost> DeviceHierarchical::estimate_rail(bool direct_sends, bool gdr_eligible)
+{
+    const plan::PlanParams &plan = host_.plan();
+    const plan::Schedule rail = first_rail();
+    if (rail.steps.empty() || !rates_) return std::nullopt;
+    const gpu::CopyRates &rates = *rates_;
     const gpu::RailRates r{rates.d2h_gbps, rates.h2d_gbps, rates.step_us, plan.model.reduce_gbps};
     // Large arrivals land in GPU memory where GPUDirect RDMA is eligible and allowed.
     const bool arrivals_in_gpu = gdr_eligible && (!setup_.config || setup_.config->gdr_recv != 0);

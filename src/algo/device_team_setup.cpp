@@ -1,5 +1,6 @@
 #include "algo/device_team_setup.h"
 
+#include "gpu/buffer_query.h"
 #include "reduce/reduce_device.h"
 #include "setup/wire.h"
 
@@ -127,6 +128,40 @@ Status DeviceTeamSetUp::finish(std::unique_ptr<gpu::DeviceTeam> *team)
         setup.log->log(1, "%s: device buffers: staged through host memory (%s)", setup.name.c_str(),
                        verdict_.message().c_str());
     return verdict_;
+}
+
+exec::State step_call_set_up(const Call &call, const gpu::DeviceSetup &setup, const CallSetUpHooks &hooks,
+                             std::unique_ptr<DeviceTeamSetUp> *setting_up, std::unique_ptr<gpu::DeviceTeam> *team,
+                             DeviceSetUp *state, uint64_t *position, std::string *failure)
+{
+    Status st;
+    if (*setting_up) {
+        bool done = false;
+        st = (*setting_up)->step(&done, team);
+        if (st.is_ok() && !done) return exec::State::Running;
+        setting_up->reset();
+        ++*position;
+        if (st.is_unsupported()) *state = DeviceSetUp::Staged;  // this communicator stages from now on
+    } else if (!*team) {
+        st = Status::error(GPURDMA_ERR_INVALID, "device set-up: resumed without a team");
+    }
+    if (st.is_ok() && hooks.ready) {
+        bool ready = false;
+        st = hooks.ready(&ready);
+        if (st.is_ok() && !ready) return exec::State::Running;
+    }
+    if (st.is_ok()) {
+        *state = DeviceSetUp::Ready;
+        gpu::PointerInfo sinfo, rinfo;
+        gpu::buffer_info(setup.buffers, {call.sendbuf, call.recvbuf}, &sinfo, &rinfo);
+        st = hooks.begin(sinfo, rinfo);
+    }
+    if (st.is_unsupported()) return exec::State::Declined;
+    if (!st.is_ok()) {
+        *failure = st.message();
+        return exec::State::Failed;
+    }
+    return exec::State::Running;
 }
 
 }  // namespace gpurdma::algo

@@ -9,14 +9,18 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "algo/algorithm.h"
 #include "algo/host_team.h"
 #include "algo/node_exchange.h"
+#include "algo/route.h"
 #include "base/noncopyable.h"
 #include "base/status.h"
+#include "exec/task.h"
 #include "gpu/device_team.h"
 
 namespace gpurdma::algo {
@@ -51,5 +55,35 @@ private:
     bool posted_ = false;
     uint64_t rounds_ = 0;
 };
+
+// What a device algorithm does between the node's team and the call that started the set-up.
+struct CallSetUpHooks {
+    // The algorithm's own set-up on the team, which may take steps too: Ok with *done
+    // once it is ready; an error fails the call. None: nothing of its own.
+    std::function<Status(bool *done)> ready;
+    // The call on the team that is set up, given its buffers: Unsupported where this rank stages it.
+    std::function<Status(const gpu::PointerInfo &sinfo, const gpu::PointerInfo &rinfo)> begin;
+};
+
+// One set-up step of `call`, which started it, the same for every device algorithm:
+// the node's team while *setting_up (released once it ends, *position moved), then
+// hooks.ready until done (then *state is Ready), then hooks.begin. Running until the
+// call has begun and after; Declined where the node stages (*state Staged: the
+// communicator stages from now on) or begin said Unsupported; Failed with *failure.
+exec::State step_call_set_up(const Call &call, const gpu::DeviceSetup &setup, const CallSetUpHooks &hooks,
+                             std::unique_ptr<DeviceTeamSetUp> *setting_up, std::unique_ptr<gpu::DeviceTeam> *team,
+                             DeviceSetUp *state, uint64_t *position, std::string *failure);
+
+// The same, and the algorithm's *step (an enum with Declined and Failed) follows what it says.
+template <class Step>
+exec::State step_call_set_up(const Call &call, const gpu::DeviceSetup &setup, const CallSetUpHooks &hooks,
+                             std::unique_ptr<DeviceTeamSetUp> *setting_up, std::unique_ptr<gpu::DeviceTeam> *team,
+                             DeviceSetUp *state, uint64_t *position, std::string *failure, Step *step)
+{
+    const exec::State st = step_call_set_up(call, setup, hooks, setting_up, team, state, position, failure);
+    if (st == exec::State::Declined) *step = Step::Declined;
+    if (st == exec::State::Failed) *step = Step::Failed;
+    return st;
+}
 
 }  // namespace gpurdma::algo

@@ -1,29 +1,27 @@
 // This node's copy rates between page-locked host memory and GPU memory, and the
-// fixed cost of one piece of GPU work as the rail's executor sees it (queued on a
-// stream, then seen done by polling its event), measured once at the device set-up
-// for auto's choice of where the rail reduces (gpu/rail_cost.h). Best of a few tries
-// each, on a stream of its own, so other work on the GPU only makes the rates lower.
+// fixed cost of one piece of GPU work, for auto's choice of where the rail reduces
+// (gpu/rail_cost.h). Measured once per process and device at the device set-up, as
+// steps that never wait (gpu/copy_rate_probe.h); here what they give and how a rate
+// is read from two times.
 #pragma once
 
 #include <cstddef>
-
-#include "base/status.h"
-#include "gpu/cuda_driver.h"
 
 namespace gpurdma::gpu {
 
 struct CopyRates {
     double d2h_gbps = 0;  // GB/s
     double h2d_gbps = 0;
-    double step_us = 0;  // a 64-byte copy, queued to seen done
+    // One piece of GPU work as the rail's executor pays for it: the host's time to queue
+    // a 64-byte copy between two event records (CPU time in the driver's calls, which
+    // return without waiting) plus the GPU's own time for that copy (the events' elapsed
+    // time); best of several tries. The executor's polling until it sees the work done
+    // is the progress loop's cost, not the GPU's, and is not in it.
+    double step_us = 0;
 };
 
-// Times copies each way of kRateBytes, or of `bytes` if more (so that the rate, not
-// the fixed cost of a step, dominates their time; copies too slow for the set-up's
-// budget are timed again smaller, down to `bytes`); fails (naming the call) where the
-// driver cannot, or where a copy has not finished within timeout_s.
-Status measure_copy_rates(CUcontext ctx, size_t bytes, double timeout_s, CopyRates *out);
-
+// Copies are timed at this size, or at the caller's unit if larger, so that the rate,
+// not a copy's fixed cost, dominates their time.
 constexpr size_t kRateBytes = 4 << 20;
 
 // GB/s of a copy of `bytes` that took copy_us, a step's fixed cost (step_us) taken off
