@@ -41,7 +41,7 @@ RailWorkload count_rail_work(const plan::Schedule &schedule, const plan::LinkCos
 struct RailRates {
     double d2h_gbps = 0;  // GPU memory -> page-locked host memory, GB/s
     double h2d_gbps = 0;  // page-locked host memory -> GPU memory (and a kernel reading a landing slot)
-    double step_us = 0;  // one piece of GPU work: queued, then seen done by polling its event
+    double step_us = 0;  // one piece of GPU work: the host queueing it, plus its GPU time
     double host_reduce_gbps = 0;  // the CPU reducing (and copying) an arrival
 };
 

@@ -140,8 +140,9 @@ fake-cuda: [1-9][0-9]* GPUDirect RDMA flushes'
         step "2x2, rail on the GPU, sends straight from GPU memory, delayed 0..500 us (GPURDMA_FAKE_CUDA_SEED=$seed)" \
         --np 4 --logical-nodes 2 --rail-reduce device --verbose 1 "${jittered[@]}"
     # auto weighs both modes per 256 KiB slice with this node's copy rates and GPU step
-    # cost, timed at set-up (gpu/rail_cost.h). The stand-in's copies are instant and its
-    # steps (a thread's hand-off) slow: the host. Copies at 0.1 GB/s out and 0.2 GB/s in
+    # cost, timed once per process by the GPU's clock (gpu/copy_rate_probe.h). With the
+    # stand-in's instant copies the host still wins: the device estimate adds the
+    # network to its steps. Copies at 0.1 GB/s out and 0.2 GB/s in
     # (as the set-up's timing must find them) and sends straight from its "device
     # memory": two slow copies per slice against the GPU reading each arrival once, so
     # the GPU. The rates timed must be the knobs' within 15% (the stand-in's thread

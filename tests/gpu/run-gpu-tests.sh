@@ -37,6 +37,10 @@ else
     echo "== the kernels against the host reduction, through the stand-in (no CUDA driver: $probe)"
     LD_LIBRARY_PATH=$fake${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} timeout -k 10 600 "$build/tests/gpu/kernel_check" ||
         { echo "FAIL: kernel_check through the stand-in"; exit 1; }
+    echo "== the copy-rate probe through the stand-in (unit tests that skip without a driver)"
+    LD_LIBRARY_PATH=$fake${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} GPURDMA_FAKE_CUDA_LEAKS=1 timeout -k 10 120 \
+        "$build/tests/unit/gpurdma_unit" --gtest_filter='CopyRateProbe.*' --gtest_brief=1 ||
+        { echo "FAIL: copy-rate probe through the stand-in"; exit 1; }
     echo "== device path protocol with the stand-in driver (np 2 and 4)"
     LD_LIBRARY_PATH=$fake${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} GPURDMA_FAKE_CUDA_LEAKS=1 \
         "$launcher" --mode device --np 2,4 --max-bytes 262144 --expect-device --stage-max 0 --limit 120 ||
