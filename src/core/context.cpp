@@ -8,6 +8,7 @@
 #include "core/counters.h"
 
 #include "core/params.h"
+#include "exec/ucx_close.h"
 #include "topo/nic.h"
 #include "topo/placement.h"
 #include "topo/topology.h"
@@ -125,6 +126,8 @@ gpurdma_context::~gpurdma_context()
         wake_.notify_one();
         progress_thread_.join();
     }
+    // Endpoints closed and the worker idle under the wait loop, before UCX goes.
+    gpurdma::exec::close_ucx(std::move(ucx), config.spin_us, &log);
 }
 
 int gpurdma_context::progress()
