@@ -157,8 +157,8 @@ void DeviceHierarchical::offer_gpu_landing(const gpu::GdrDecision &gdr)
     }
     gpu::GdrLanding landing = gpu::decide_gdr_landing(in);
     if (landing.offer) {
-        const Status st =
-            gpu::GpuLanding::create(team_->context(), *host_.net_channels(), landing.register_as_host, &gpu_landing_);
+        const Status st = gpu::GpuLanding::create(team_->context(), *host_.net_channels(), landing.register_as_host,
+                                                  host_.loop().policy(), &gpu_landing_);
         if (st.is_ok()) {
             rail_work_->set_gpu_landing(gpu_landing_->range(), landing.flush);
         } else {

@@ -9,6 +9,7 @@
 #include "algo/calibration.h"
 #include "algo/selector.h"
 #include "base/text.h"
+#include "exec/channel_release.h"
 #include "plan/neighbors.h"
 
 namespace gpurdma::algo {
@@ -50,16 +51,27 @@ Status HostTeam::create(HostSetup setup, std::unique_ptr<HostTeam> *out)
 
 HostTeam::~HostTeam()
 {
-    // Peers may still write credits into our regions until they have consumed all
-    // we sent: wait for that (bounded) before the regions go.
-    const double bound = std::min(5.0, setup_.config->timeout_s);
-    bool drained = true;
-    if (shm_) drained = shm_->drain(bound) && drained;
-    if (ucx_) drained = ucx_->drain(bound) && drained;
-    if (!drained) setup_.log->log(1, "%s: peers did not return all landing slots before release", setup_.name.c_str());
+    release_channels();
     router_.reset();
     ucx_.reset();
     shm_.reset();
+}
+
+void HostTeam::release_channels()
+{
+    transport::SlotChannels *node = shm_ ? shm_->channels() : nullptr;
+    transport::UcxChannels *net = ucx_ ? ucx_->channels() : nullptr;
+    if (!node && !net) return;
+    // Peers may still write credits into our regions until they have consumed all we
+    // sent, and our requests read our words until they finish: both come first, under
+    // the host's wait loop, bounded. A set-up that failed early has no loop yet.
+    exec::WaitPolicy policy = loop_ ? loop_->policy() : exec::WaitPolicy{};
+    if (!loop_) policy.spin_us = setup_.config->spin_us;
+    const double bound = std::min(5.0, setup_.config->timeout_s);
+    exec::ChannelsRelease release(node, net, hosts_);
+    if (!exec::run_teardown(release, policy, bound, exec::WaitSite{setup_.name, setup_.rank, setup_.host}))
+        setup_.log->log(1, "%s: released after %g s without progress, still waiting for %s", setup_.name.c_str(), bound,
+                        release.describe_wait().c_str());
 }
 
 Status HostTeam::agree_on_placement()

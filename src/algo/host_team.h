@@ -59,7 +59,8 @@ class HostTeam : private NonCopyable {
 public:
     // Runs the set-up. Not ok: every rank declines alike; the message says why.
     static Status create(HostSetup setup, std::unique_ptr<HostTeam> *out);
-    // Lets peers return our landing slots (bounded), then releases router, channels, segment.
+    // Lets peers return our landing slots and our requests finish (bounded), then
+    // releases router, channels, segment.
     ~HostTeam();
 
     const HostSetup &setup() const { return setup_; }
@@ -102,6 +103,9 @@ private:
     Status agree_on_placement();  // round 1
     Status connect_media();  // rounds 2 and 3
     void decide_waits(const std::vector<topo::RankPlacement> &placements);
+    // Before the media go: peers return our landing slots and our UCX requests finish
+    // (exec/channel_release.h), under the wait loop, bounded by min(5 s, the timeout).
+    void release_channels();
 
     HostSetup setup_;
     setup::Agreement agreement_;

@@ -6,6 +6,7 @@
 
 #include "core/counters.h"
 #include "core/params.h"
+#include "exec/ucx_close.h"
 #include "topo/nic.h"
 #include "topo/placement.h"
 #include "topo/topology.h"
@@ -119,7 +120,13 @@ gpurdma::algo::HostSetup gpurdma_context::host_setup()
     return s;
 }
 
-gpurdma_context::~gpurdma_context() = default;
+gpurdma_context::~gpurdma_context()
+{
+    engine.stop_thread();  // nothing polls UCX behind the close
+    ucx_started_.store(nullptr, std::memory_order_release);
+    // Endpoints closed and the worker idle under the wait loop, before UCX goes.
+    gpurdma::exec::close_ucx(std::move(ucx), config.spin_us, &log);
+}
 
 int gpurdma_context::progress()
 {

@@ -9,7 +9,7 @@ ProgressEngine::ProgressEngine(ProgressPacing pacing, std::function<int()> poll_
     : pacing_(pacing), poll_network_(std::move(poll_network))
 {}
 
-ProgressEngine::~ProgressEngine()
+void ProgressEngine::stop_thread()
 {
     if (!thread_.joinable()) return;
     {

@@ -47,7 +47,9 @@ class ProgressEngine {
 public:
     // poll_network: the network once (UCX progress), for the thread's own rounds.
     ProgressEngine(ProgressPacing pacing, std::function<int()> poll_network);
-    ~ProgressEngine();  // stops the thread
+    ~ProgressEngine() { stop_thread(); }
+    // Stops the progress thread, if it runs (once nothing may be queued any more).
+    void stop_thread();
     ProgressEngine(const ProgressEngine &) = delete;
     ProgressEngine &operator=(const ProgressEngine &) = delete;
 

@@ -2,12 +2,14 @@
 
 #include <string>
 
+#include "exec/channel_release.h"
+
 namespace gpurdma::gpu {
 
 Status GpuLanding::create(CUcontext ctx, transport::UcxChannels &channels, bool register_as_host,
-                          std::unique_ptr<GpuLanding> *out)
+                          const exec::WaitPolicy &waits, std::unique_ptr<GpuLanding> *out)
 {
-    std::unique_ptr<GpuLanding> landing(new GpuLanding(channels));
+    std::unique_ptr<GpuLanding> landing(new GpuLanding(channels, waits));
     const Status allocated = DeviceMemory::create(ctx, channels.offered_bytes(), &landing->memory_);
     if (!allocated.is_ok()) return allocated;
     void *base = landing->memory_->data();
@@ -19,7 +21,7 @@ Status GpuLanding::create(CUcontext ctx, transport::UcxChannels &channels, bool 
     const Status offered =
         channels.offer_landing(base, register_as_host ? UCS_MEMORY_TYPE_HOST : UCS_MEMORY_TYPE_CUDA, to_host);
     if (!offered.is_ok()) {
-        channels.withdraw_landing();  // whatever part of it was done; the destructor frees the memory
+        landing->withdraw();  // whatever part of it was done; the destructor frees the memory
         return offered;
     }
     landing->offered_ = true;
@@ -30,7 +32,16 @@ Status GpuLanding::create(CUcontext ctx, transport::UcxChannels &channels, bool 
 GpuLanding::~GpuLanding()
 {
     // Withdrawn before memory_ goes: no arrival lands there after.
-    if (offered_) channels_.withdraw_landing();
+    if (offered_) withdraw();
+}
+
+void GpuLanding::withdraw()
+{
+    // The offers' sends read the key that the withdrawal frees: they finish first (one
+    // still running after the bound is cancelled).
+    exec::UcxRequestsFinished sends(channels_);
+    (void)exec::run_teardown(sends, waits_, kWithdrawBound, exec::WaitSite{"GPU landing", 0, ""});
+    channels_.withdraw_landing();
 }
 
 }  // namespace gpurdma::gpu

@@ -2,8 +2,8 @@
 // shape: canConnect / setup / connect / free): the communicator's set-up creates the
 // media it needs (has_peers), lets each write its part of this rank's set-up record,
 // hands each every rank's part, and after the vote tells it everyone is connected.
-// Releasing it (the destructor) frees what it took; drain() first lets peers finish
-// writing into memory that is about to go.
+// Releasing it (the destructor) frees what it took; its owner first lets peers finish
+// writing into memory that is about to go (the channels' drained(), under its wait loop).
 #pragma once
 
 #include <string>
@@ -31,10 +31,6 @@ public:
 
     // Every rank connected (after the vote): names that let peers find us may go.
     virtual void connected() {}
-
-    // Waits up to `seconds` until peers have stopped writing into our memory
-    // (returned all landing slots). False: they did not in time.
-    virtual bool drain(double seconds) = 0;
 };
 
 // Rounds 2 and 3 of a set-up over these media: each writes its part of this rank's

@@ -30,7 +30,6 @@ public:
     Status setup(wire::Writer &record) override;
     Status connect(std::vector<wire::Reader> &records) override;
     void connected() override;
-    bool drain(double seconds) override { return !channels_ || channels_->drain(seconds); }
 
     // After connect: the node's segment (null if the node has one rank) and the
     // channels over it (null unless asked for).

@@ -1,8 +1,6 @@
 #include "transport/slot_channels.h"
 
 #include <algorithm>
-#include <chrono>
-#include <thread>
 
 namespace gpurdma::transport {
 
@@ -126,18 +124,28 @@ void SlotChannels::release(int peer)
     return_credit(l, l.received);
 }
 
-bool SlotChannels::drain(double timeout_s)
+uint64_t SlotChannels::slots_held() const
 {
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
-    for (;;) {
-        poll_sends();  // a flag waiting for its flush holds back the peer's credit
-        bool all = true;
-        for (size_t i = 0; i < links_.size(); ++i)
-            if (load(layout_.credit_offset(static_cast<int>(i))) != links_[i].sent) all = false;
-        if (all && !sends_pending()) return true;
-        if (std::chrono::steady_clock::now() > deadline) return false;
-        if (progress() == 0) std::this_thread::yield();
-    }
+    uint64_t held = 0;
+    for (size_t i = 0; i < links_.size(); ++i)
+        held += links_[i].sent - load(layout_.credit_offset(static_cast<int>(i)));
+    return held;
+}
+
+std::vector<int> SlotChannels::peers_holding_slots() const
+{
+    std::vector<int> holding;
+    for (size_t i = 0; i < links_.size(); ++i)
+        if (load(layout_.credit_offset(static_cast<int>(i))) != links_[i].sent) holding.push_back(links_[i].rank);
+    return holding;
+}
+
+bool SlotChannels::drained()
+{
+    poll_sends();  // a flag waiting for its flush holds back the peer's credit
+    if (slots_held() == 0 && !sends_pending()) return true;
+    progress();
+    return false;
 }
 
 }  // namespace gpurdma::transport

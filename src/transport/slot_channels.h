@@ -31,9 +31,15 @@ public:
     bool failed() const override { return !error_.empty(); }
     const char *error() const override { return error_.c_str(); }
 
-    // Waits, with progress, at most timeout_s, until every message we sent has been
-    // consumed, so no peer writes into our region after it is released.
-    bool drain(double timeout_s);
+    // One look that never waits (its owner runs it under the wait loop before the
+    // release): moves on sends waiting for the medium, drives the medium once, and says
+    // whether every message we sent has been consumed and every send has finished, so no
+    // peer writes into our region after it is released.
+    bool drained();
+    // Messages sent that peers have not yet consumed (returned their slots for), and the
+    // peers holding them: what drained() still waits for.
+    uint64_t slots_held() const;
+    std::vector<int> peers_holding_slots() const;
     bool has_peer(int peer) const { return link_index(peer) >= 0; }
     uint64_t bytes_sent() const { return bytes_sent_; }
     const ChannelLayout &layout() const { return layout_; }

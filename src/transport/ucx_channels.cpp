@@ -37,12 +37,10 @@ Status UcxChannels::create(UcxContext &context, int rank, int size, const PeerLi
 
 UcxChannels::~UcxChannels()
 {
-    // Requests still referencing our words must finish before they go.
+    // Requests still referencing our words finish first: the owner lets them
+    // (requests_finished, drained) under its wait loop; one still running is abandoned.
     context_.remove_sink(channel_id_);
-    for (auto &d : deferred_) context_.wait(d.flush, 1.0);
-    deferred_.clear();
-    for (auto &p : pending_) context_.wait(p.request, 1.0);
-    pending_.clear();
+    abandon_requests();
     remotes_.clear();  // keys before endpoints, both before our region
     offered_range_.reset();
 }
@@ -111,10 +109,24 @@ Status UcxChannels::offer_landing(void *base, ucs_memory_type_t type, OfferedToH
 void UcxChannels::withdraw_landing()
 {
     attach_offered(nullptr, {});
-    // The offers' sends read the key: they finish first.
-    for (auto &p : pending_) context_.wait(p.request, 1.0);
-    pending_.clear();
+    // The offers' sends read the key: finished (requests_finished), or abandoned now.
+    abandon_requests();
     offered_range_.reset();
+}
+
+bool UcxChannels::requests_finished()
+{
+    if (!sends_pending()) return true;
+    context_.progress();
+    return false;
+}
+
+void UcxChannels::abandon_requests()
+{
+    for (auto &d : deferred_) context_.abandon(d.flush);
+    deferred_.clear();
+    for (auto &p : pending_) context_.abandon(p.request);
+    pending_.clear();
 }
 
 int UcxChannels::peers_offering() const

@@ -60,8 +60,15 @@ public:
     // such a message for a CPU reader. Once per channel, after connect().
     Status offer_landing(void *base, ucs_memory_type_t type, OfferedToHost to_host);
     // Before the offered memory goes, with no call in flight: unregistered, and an
-    // arrival there from now on is an error.
+    // arrival there from now on is an error. The offers' sends read the key: their
+    // owner first lets requests_finished() come true under its wait loop; a send still
+    // running here is abandoned (cancelled and freed).
     void withdraw_landing();
+    // One look that never waits: reaps the requests that finished and drives UCX once;
+    // whether none is left. requests_outstanding() counts them (puts, active messages,
+    // flushes holding back a flag).
+    bool requests_finished();
+    size_t requests_outstanding() const { return pending_.size() + deferred_.size(); }
     // Peers whose offered memory our messages to a GPU reader may be put into.
     int peers_offering() const;
 
@@ -112,6 +119,8 @@ private:
     // completes, src (null: our own words) counted busy until then.
     bool track(ucs_status_ptr_t request, const char *what, const void *src, size_t bytes, int peer);
     void reap();
+    // Cancels and frees every request still tracked (nobody waits for them any more).
+    void abandon_requests();
 
     UcxContext &context_;
     std::unique_ptr<RegisteredRegion> region_;

@@ -1,11 +1,9 @@
 #include "transport/ucx_context.h"
 
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <sstream>
-#include <thread>
 
 namespace gpurdma::transport {
 
@@ -151,15 +149,34 @@ ucs_status_t UcxContext::on_am(void *arg, const void *header, size_t header_leng
 
 UcxContext::~UcxContext()
 {
-    endpoints_.clear();  // closed before the worker goes
-    if (worker_) {
-        // Let the worker finish what the closes queued (bounded), so it is idle when destroyed.
-        const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(200);
-        for (int quiet = 0; quiet < 100 && std::chrono::steady_clock::now() < until;)
-            quiet = ucp_worker_progress(worker_) ? 0 : quiet + 1;
-        ucp_worker_destroy(worker_);
-    }
+    // Closed before the worker goes: a close the owner did not run to completion
+    // (start_close, closes_running) is abandoned, never waited for here.
+    start_close();
+    endpoints_.clear();
+    if (worker_) ucp_worker_destroy(worker_);
     if (context_) ucp_cleanup(context_);
+}
+
+void UcxContext::start_close()
+{
+    std::lock_guard<std::mutex> hold(endpoints_lock_);
+    for (auto &e : endpoints_) e.second->start_close();
+}
+
+size_t UcxContext::closes_running()
+{
+    if (worker_) ucp_worker_progress(worker_);
+    std::lock_guard<std::mutex> hold(endpoints_lock_);
+    size_t running = 0;
+    for (auto &e : endpoints_) running += e.second->close_done() ? 0 : 1;
+    return running;
+}
+
+bool UcxContext::worker_quiet()
+{
+    if (!worker_) return true;
+    quiet_polls_ = ucp_worker_progress(worker_) ? 0 : quiet_polls_ + 1;
+    return quiet_polls_ >= kQuietPolls;
 }
 
 void UcxContext::add_sink(uint64_t target, AmSink *sink)
@@ -194,25 +211,10 @@ Status UcxContext::endpoint(const std::string &address, std::shared_ptr<UcxEndpo
     return Status::ok();
 }
 
-ucs_status_t UcxContext::wait(ucs_status_ptr_t request, double timeout_s)
+void UcxContext::abandon(void *request)
 {
-    if (request == nullptr) return UCS_OK;
-    if (UCS_PTR_IS_ERR(request)) return UCS_PTR_STATUS(request);
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
-    ucs_status_t st;
-    unsigned idle = 0;
-    while ((st = ucp_request_check_status(request)) == UCS_INPROGRESS) {
-        if (ucp_worker_progress(worker_) == 0 && ++idle % 64 == 0) {
-            if (std::chrono::steady_clock::now() > deadline) {
-                ucp_request_cancel(worker_, request);
-                ucp_request_free(request);
-                return UCS_ERR_TIMED_OUT;
-            }
-            std::this_thread::yield();
-        }
-    }
+    if (ucp_request_check_status(request) == UCS_INPROGRESS) ucp_request_cancel(worker_, request);
     ucp_request_free(request);
-    return st;
 }
 
 UcxEndpoint::UcxEndpoint(UcxContext &context, ucp_ep_h ep) : context_(context), ep_(ep)
@@ -251,13 +253,29 @@ bool rma_emulated_in(const std::string &info)
 
 UcxEndpoint::~UcxEndpoint()
 {
-    // Endpoints live until the context goes (MPI_Finalize), after every put has
-    // completed: close locally (FORCE) instead of a flush handshake that would wait
-    // on peers that may already have torn down their side.
+    start_close();
+    if (closing_) context_.abandon(closing_);
+}
+
+void UcxEndpoint::start_close()
+{
+    if (close_started_) return;
+    close_started_ = true;
     ucp_request_param_t param{};
     param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
     param.flags = UCP_EP_CLOSE_FLAG_FORCE;
-    context_.wait(ucp_ep_close_nbx(ep_, &param), 2.0);
+    const ucs_status_ptr_t request = ucp_ep_close_nbx(ep_, &param);
+    // Null: closed at once; an error: nothing left to complete.
+    if (request != nullptr && !UCS_PTR_IS_ERR(request)) closing_ = request;
+}
+
+bool UcxEndpoint::close_done()
+{
+    if (!closing_) return close_started_;
+    if (ucp_request_check_status(closing_) == UCS_INPROGRESS) return false;
+    ucp_request_free(closing_);
+    closing_ = nullptr;
+    return true;
 }
 
 }  // namespace gpurdma::transport

@@ -98,9 +98,20 @@ public:
     bool thread_safe() const { return thread_safe_; }
     static constexpr unsigned kAmId = 0x67;  // our own context: no other user of AM ids
 
-    // Completes a request with progress, at most timeout_s; frees it. Returns its status
-    // (UCS_ERR_TIMED_OUT if it did not finish).
-    ucs_status_t wait(ucs_status_ptr_t request, double timeout_s);
+    // A request nobody waits for any more (a teardown's bound passed): cancelled if it
+    // is still running, and freed (UCX releases it once it completes).
+    void abandon(void *request);
+
+    // The process's end, in steps that never wait: the owner runs them under its wait
+    // loop (exec/ucx_close.h) before the destructor, which abandons what did not finish.
+    // start_close() begins every endpoint's close (none may be used after);
+    // closes_running() drives the worker once and counts the closes not yet complete;
+    // worker_quiet() drives it once and says whether it found nothing to do kQuietPolls
+    // times in a row (what the closes queued is done: the worker goes idle).
+    void start_close();
+    size_t closes_running();
+    bool worker_quiet();
+    static constexpr unsigned kQuietPolls = 100;
 
 private:
     UcxContext() = default;
@@ -117,13 +128,21 @@ private:
     std::mutex sinks_lock_;  // held while a handler runs: remove_sink waits for it
     std::map<uint64_t, AmSink *> sinks_;
     std::atomic<uint64_t> last_channel_id_{0};
+    unsigned quiet_polls_ = 0;  // worker_quiet(): polls in a row that found nothing
 };
 
 class UcxEndpoint : private NonCopyable {
 public:
     UcxEndpoint(UcxContext &context, ucp_ep_h ep);
+    // Abandons a close still running (starting it first if nobody did).
     ~UcxEndpoint();
     ucp_ep_h get() const { return ep_; }
+    // Endpoints live until the context goes (process end), after every put has
+    // completed: closed locally (FORCE), not by a flush handshake that would wait on
+    // peers that may have torn down their side already. Never waits: close_done()
+    // says whether the close has completed (the worker's progress moves it).
+    void start_close();
+    bool close_done();
     // Whether UCX has no transport doing RMA in hardware or shared memory toward this
     // peer (only tcp): then a put is a message plus an acknowledgement anyway.
     bool rma_emulated() const { return rma_emulated_; }
@@ -132,6 +151,8 @@ private:
     UcxContext &context_;
     ucp_ep_h ep_;
     bool rma_emulated_ = false;
+    bool close_started_ = false;
+    void *closing_ = nullptr;  // the close's request while it runs
 };
 
 // From ucp_ep_print_info's text (UCX 1.13 has no query for an endpoint's transports):

@@ -27,7 +27,6 @@ public:
     const char *name() const override { return "UCX"; }
     Status setup(wire::Writer &record) override;
     Status connect(std::vector<wire::Reader> &records) override;
-    bool drain(double seconds) override { return !channels_ || channels_->drain(seconds); }
 
     // Null while idle.
     UcxChannels *channels() const { return channels_.get(); }

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "exec/channel_release.h"
 #include "exec/progress.h"
 #include "plan/planner.h"
 #include "setup/agreement.h"
@@ -163,8 +164,10 @@ int run_rank(const MediaCase &c, int rank, int size, gpurdma_bootstrap_t boot, S
                                   [ucx] { return ucx ? ucx->progress() : 0u; });
     gpurdma::testing::check_schedule_allreduces(t, c.nodes, rank, kChunk, *m.router, loop, check);
     if (check.failures() > 0) return check.result();  // peers may be stuck in a call: no drain
-    check.expect(m.shm->drain(10), "shared memory drained");
-    check.expect(m.ucx->drain(10), "UCX drained");
+    // The host team's release: both media under the wait loop.
+    exec::ChannelsRelease release(m.shm->channels(), m.ucx->channels(), c.nodes);
+    check.expect(exec::run_teardown(release, policy, 10, exec::WaitSite{"media test", rank, ""}),
+                 "channels drained; still waiting for " + release.describe_wait());
     const Status done = agreement.vote(Status::ok());
     check.expect(done.is_ok(), "final vote: " + done.message());
     return check.result();

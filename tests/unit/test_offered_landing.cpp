@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "exec/channel_release.h"
 #include "setup/wire.h"
 #include "support/fork_ranks.h"
 #include "transport/ucx_channels.h"
@@ -135,11 +136,18 @@ int run_rank(int rank, gpurdma_bootstrap_t boot, SharedNote *note)
             while (ch->source_busy(msg.data(), kSlot)) context->progress();
         }
     }
-    if (!ch->drain(10.0)) return fail(note, rank, "drain: the peer did not take every message");
+    gpurdma::exec::ChannelsRelease release(nullptr, ch.get(), {"rank0", "rank1"});
+    if (!gpurdma::exec::run_teardown(release, gpurdma::exec::WaitPolicy{}, 10, gpurdma::exec::WaitSite{}))
+        return fail(note, rank, "drain: still waiting for " + release.describe_wait());
     // Both sides done before either goes: rank 1's offered memory outlives every put.
     char done = 1, both[2];
     if (boot.allgather(&done, both, 1, boot.arg) != 0) return fail(note, rank, "final exchange failed");
-    if (rank == 1) ch->withdraw_landing();
+    if (rank == 1) {
+        gpurdma::exec::UcxRequestsFinished sends(*ch);
+        if (!gpurdma::exec::run_teardown(sends, gpurdma::exec::WaitPolicy{}, 10, gpurdma::exec::WaitSite{}))
+            return fail(note, rank, "withdraw: still waiting for " + sends.describe_wait());
+        ch->withdraw_landing();
+    }
     return 0;
 }
 

@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "exec/channel_release.h"
+#include "exec/ucx_close.h"
 #include "transport/ucx_channels.h"
 #include "transport/ucx_context.h"
 
@@ -27,6 +29,30 @@ namespace {
 
 constexpr size_t kSlot = 64 * 1024;
 constexpr int kSlots = 2;
+
+// A request run to completion with progress, within 5 s; freed (abandoned if it did not finish).
+ucs_status_t complete(UcxContext &context, ucs_status_ptr_t request)
+{
+    if (request == nullptr) return UCS_OK;
+    if (UCS_PTR_IS_ERR(request)) return UCS_PTR_STATUS(request);
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    ucs_status_t st;
+    while ((st = ucp_request_check_status(request)) == UCS_INPROGRESS && std::chrono::steady_clock::now() < until)
+        context.progress();
+    if (st == UCS_INPROGRESS) context.abandon(request);
+    else ucp_request_free(request);
+    return st;
+}
+
+// The release's wait (exec/channel_release.h) as the host team runs it, bounded.
+bool drained(UcxChannels &c, double bound_s, std::string *waiting = nullptr)
+{
+    gpurdma::exec::ChannelsRelease release(nullptr, &c, {"here", "there"});
+    const bool done = gpurdma::exec::run_teardown(release, gpurdma::exec::WaitPolicy{}, bound_s,
+                                                  gpurdma::exec::WaitSite{"test", 0, "here"});
+    if (waiting) *waiting = release.describe_wait();
+    return done;
+}
 
 struct Pair {
     std::unique_ptr<UcxContext> context;
@@ -48,9 +74,10 @@ struct Pair {
     ~Pair()
     {
         for (auto &c : ch)
-            if (c) c->drain(2.0);
+            if (c) drained(*c, 2.0);
         ch[0].reset();
         ch[1].reset();
+        gpurdma::exec::close_ucx(std::move(context), 20, nullptr);  // as at MPI_Finalize
     }
 
     // The endpoint the channels use (to this same worker), shared through the context.
@@ -111,7 +138,7 @@ void exchange_all_sizes(Pair &p)
                 // The source may change once no send reads it any more.
                 while (p.ch[from]->source_busy(msg.data(), bytes)) p.context->progress();
             }
-    for (int r = 0; r < 2; ++r) EXPECT_TRUE(p.ch[r]->drain(5.0)) << "credits did not all come back";
+    for (int r = 0; r < 2; ++r) EXPECT_TRUE(drained(*p.ch[r], 5.0)) << "credits did not all come back";
 }
 
 }  // namespace
@@ -155,8 +182,8 @@ TEST(UcxChannels, MalformedActiveMessagesAreDropped)
         ucp_request_param_t param{};
         param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
         param.flags = UCP_AM_SEND_FLAG_EAGER;
-        const ucs_status_t st = p.context->wait(
-            ucp_am_send_nbx(ep->get(), UcxContext::kAmId, &h, sizeof h, junk.data(), bytes, &param), 5.0);
+        const ucs_status_t st = complete(
+            *p.context, ucp_am_send_nbx(ep->get(), UcxContext::kAmId, &h, sizeof h, junk.data(), bytes, &param));
         ASSERT_EQ(st, UCS_OK);
         for (int i = 0; i < 100; ++i) p.context->progress();
     };
@@ -250,6 +277,8 @@ TEST(UcxChannels, OfferedMemoryTakesPutsForAGpuReader)
     EXPECT_EQ(copies, 1);
     EXPECT_EQ(p.ch[1]->offered_copies(), 1u);
     // Withdrawn: a message that lands there now is an error, not a read of freed memory.
+    gpurdma::exec::UcxRequestsFinished sends(*p.ch[1]);
+    EXPECT_TRUE(gpurdma::exec::run_teardown(sends, gpurdma::exec::WaitPolicy{}, 5, gpurdma::exec::WaitSite{}));
     p.ch[1]->withdraw_landing();
     EXPECT_EQ(p.ch[1]->offered().bytes, 0u);
     const auto msg = pattern(big, ++seed);
@@ -265,4 +294,46 @@ TEST(UcxChannels, OfferedMemoryTakesPutsForAGpuReader)
     // Rank 1's channel failed and rank 0's last message is never consumed: no drain.
     p.ch[1].reset();
     p.ch[0].reset();
+}
+
+// Releasing is one look at a time: a slot the peer still holds keeps the release
+// waiting (bounded, named), never failing; once returned the release completes.
+TEST(UcxChannels, ReleaseWaitsForSlotsPeersHoldAndNamesThem)
+{
+    Pair p("", "");
+    if (!p.skip.empty()) GTEST_SKIP() << "UCX unavailable: " << p.skip;
+    const auto msg = pattern(100, 1);
+    ASSERT_EQ(p.send(0, msg.data(), msg.size()), Poll::Done) << p.ch[0]->error();
+    ASSERT_NE(p.receive(1, msg.size()), nullptr);
+    EXPECT_FALSE(p.ch[0]->drained()) << "rank 1 holds the slot";
+    EXPECT_EQ(p.ch[0]->slots_held(), 1u);
+    EXPECT_EQ(p.ch[0]->peers_holding_slots(), std::vector<int>{1});
+    std::string waiting;
+    const auto start = std::chrono::steady_clock::now();
+    EXPECT_FALSE(drained(*p.ch[0], 0.05, &waiting));
+    EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 2.0);
+    EXPECT_NE(waiting.find("peers' return of landing slots (rank 1 on host there)"), std::string::npos) << waiting;
+    p.ch[1]->release(0);
+    EXPECT_TRUE(drained(*p.ch[0], 5.0, &waiting)) << waiting;
+    EXPECT_EQ(p.ch[0]->slots_held(), 0u);
+    EXPECT_TRUE(p.ch[0]->requests_finished());
+}
+
+// The context's end in steps that never wait: every endpoint's close completes, then
+// the worker goes idle.
+TEST(UcxContext, ClosesInStepsThatNeverWait)
+{
+    Pair p("", "");
+    if (!p.skip.empty()) GTEST_SKIP() << "UCX unavailable: " << p.skip;
+    for (auto &c : p.ch) {
+        EXPECT_TRUE(drained(*c, 5.0));
+        c.reset();
+    }
+    p.context->start_close();
+    size_t running = 1;
+    for (int i = 0; i < 1000000 && running > 0; ++i) running = p.context->closes_running();
+    EXPECT_EQ(running, 0u);
+    bool quiet = false;
+    for (int i = 0; i < 1000000 && !quiet; ++i) quiet = p.context->worker_quiet();
+    EXPECT_TRUE(quiet);
 }
