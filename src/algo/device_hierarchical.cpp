@@ -37,7 +37,7 @@ DeviceHierarchical::DeviceHierarchical(gpu::DeviceSetup setup, HostTeam &host) :
 
 DeviceHierarchical::~DeviceHierarchical()
 {
-    exec_.reset();
+    for (auto &c : chunks_) c.exec.reset();
     std::string why;
     if (!chunks_.empty() && !chunks_unused(&why)) {
         // Freeing memory that a copy or a send still uses is undefined (a NIC may read
@@ -148,9 +148,11 @@ Status DeviceHierarchical::begin_call(const Call &call, const gpu::PointerInfo &
         if (plan::slice_owner(t, node, units_[i].slice) == setup_.rank) mine_.push_back(i);
     next_out_ = next_rail_ = units_back_ = 0;
     timeline_.assign(mine_.size(), Timeline{});
-    rail_chunk_ = nullptr;
-    exec_.reset();
-    for (auto &c : chunks_) c.state = Chunk::State::Free;
+    for (auto &c : chunks_) {
+        c.exec.reset();
+        c.state = Chunk::State::Free;
+        c.work->set_call(call_.in_place() ? call_.recvbuf : call_.sendbuf, call_.recvbuf, call_.count * elem_);
+    }
     const uint64_t seq = ++seq_;
     stage_ = Stage::NodeRs;
 
@@ -255,6 +257,7 @@ bool DeviceHierarchical::map_peers()
 {
     const Status mapped = map_member_buffers(*team_, team_->members(), setup_.rank, call_, &srcs_, &dsts_);
     if (!mapped.is_ok()) fail(Stage::NodeRs, mapped.message());
+    node_srcs_.assign(srcs_.begin(), srcs_.end());
     return mapped.is_ok();
 }
 
@@ -371,15 +374,19 @@ std::string DeviceHierarchical::describe_wait() const
             return stage + ", waiting for " + team_->describe(peer) + what + " (node peer)";
         }
         case Step::Pipeline: {
-            if (rail_chunk_ && exec_) {
-                const plan::Step *s = exec_->current();
+            const Chunk *railing = nullptr;  // the unit whose rail stage runs
+            for (const auto &c : chunks_)
+                if (c.state == Chunk::State::Rail && c.exec) railing = &c;
+            if (railing) {
+                const exec::Executor &e = *railing->exec;
+                const plan::Step *s = e.current();
                 const std::string rail = std::string("device hierarchical inter-node (rail of slice ") +
-                                         std::to_string(units_[rail_chunk_->unit].slice) + "), waiting for ";
-                if (s && exec_->working())
+                                         std::to_string(units_[railing->unit].slice) + "), waiting for ";
+                if (s && e.working())
                     return rail + "this rank's GPU to " +
                            (s->kind == plan::StepKind::Send ? "stage a send to " : "take in data from ") +
                            describe_peer(s->peer) + " (rail stream)";
-                if (s)
+                if (s && s->peer >= 0)
                     return rail + (s->kind == plan::StepKind::Send ? "a landing slot of " : "data from ") +
                            describe_peer(s->peer) + " (rail peer)";
             }

@@ -5,7 +5,9 @@
 //     out of its node peers' buffers (CUDA IPC, the one-node path's kernel, lower
 //     rank first; a rank of a smaller node owns several slices and reduces each);
 //   inter-node, per unit (one slice of one block), pipelined, one rail at a time in
-//     unit order (plan/rail.h, exec::Executor over the host team's router); each rank
+//     unit order (plan/rail.h); each unit, node reduce and copies included, is one
+//     schedule (plan/device_unit.h) run by exec::Executor over the host team's router
+//     and the chunk's gpu::UnitWork; each rank
 //     picks where its rail reduces (gpu/rail_mode.h; the wire is the same either way):
 //     host: copy to a page-locked host chunk buffer (async, on the team's stream,
 //       fenced by an event) -> the rail allreduce of that chunk in place, the CPU
@@ -62,6 +64,8 @@
 #include "gpu/pinned_buffer.h"
 #include "gpu/rail_cost.h"
 #include "gpu/rail_mode.h"
+#include "gpu/unit_work.h"
+#include "plan/device_unit.h"
 #include "plan/rail.h"
 
 namespace gpurdma::algo {
@@ -99,12 +103,16 @@ private:
     static constexpr size_t kMaxCachedRails = 64;
     enum class Step { Idle, SettingUp, Posted, Pipeline, Reduced, Gathering, Gathered, Done, Failed, Declined };
     enum class Stage { NodeRs, D2H, InterNode, H2D, NodeAg, Count };
-    // One unit in the pipeline: its fences and, where the host reduces, the page-locked
-    // chunk buffer it is staged in (null where the GPU does: the rail runs in place).
+    // One unit in the pipeline: its schedule (plan/device_unit.h) run by an executor over
+    // the chunk's local work, and, where the host reduces the rail, the page-locked
+    // buffer it is staged in (none where the GPU does: the rail runs in place).
     struct Chunk {
         enum class State { Free, Out, Rail, Back } state = State::Free;
         std::unique_ptr<gpu::PinnedBuffer> buffer;
-        std::unique_ptr<gpu::CopyFence> out, back;
+        std::unique_ptr<gpu::UnitWork> work;
+        plan::Schedule schedule;
+        plan::UnitSpan span;
+        std::optional<exec::Executor> exec;
         size_t unit = 0;  // index into units_
         size_t mine = 0;  // index into mine_
         std::chrono::steady_clock::time_point since;
@@ -140,9 +148,10 @@ private:
     bool declined();
     bool map_peers();
     void pump();  // the pipeline: everything that can move without waiting
-    bool stage_out(Chunk &chunk, size_t index);  // node RS kernel + D2H of mine_[index]
-    bool start_rail(Chunk &chunk);
-    bool copy_back(Chunk &chunk);
+    void start_unit(Chunk &chunk, size_t index);  // mine_[index]'s schedule and executor
+    // Advances a unit's executor (its rail only once the units before it have passed
+    // theirs: wire order); true if it moved.
+    bool step_unit(Chunk &chunk);
     void unit_back(Chunk &chunk);
     void launch_gather();
     bool stream_finished(Stage stage);
@@ -181,9 +190,8 @@ private:
     std::vector<plan::RailUnit> units_;  // every unit of the call
     std::vector<size_t> mine_;  // the units this rank owns, in wire order
     size_t next_out_ = 0, next_rail_ = 0, units_back_ = 0;
-    Chunk *rail_chunk_ = nullptr;  // the chunk whose rail stage runs
-    std::optional<exec::Executor> exec_;
     std::vector<const char *> srcs_;  // per node member (local index): source, mapped here
+    std::vector<const void *> node_srcs_;  // the same, for the units' node reduce
     std::vector<char *> dsts_;  // per node member: result
     std::array<double, size_t(Stage::Count)> stage_ms_{};
     // Verbose 3: per unit of this rank, ms since the call started: copy out launched,

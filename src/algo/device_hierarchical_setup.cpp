@@ -42,14 +42,14 @@ void DeviceHierarchical::set_up_rail()
 {
     const gpu::GdrDecision gdr = team_->gdr_decision();
     choose_rail(gdr);
+    chunks_.reserve(kChunkBuffers);  // the units' executors refer to their chunk's schedule
     for (size_t i = 0; i < kChunkBuffers; ++i) {
         Chunk c;
-        c.out = std::make_unique<gpu::CopyFence>(team_->context(), team_->stream());
+        c.work = std::make_unique<gpu::UnitWork>(team_->context(), team_->stream(), team_->kernels(), rail_work_.get());
         if (!on_gpu()) {  // on the GPU the rail runs in place: no chunk, no copy back
             std::string why;
             c.buffer = std::make_unique<gpu::PinnedBuffer>(slot_bytes(), team_->context(), &why);
             if (!why.empty()) pinned_why_ = why;
-            c.back = std::make_unique<gpu::CopyFence>(team_->context(), team_->stream());
         }
         chunks_.push_back(std::move(c));
     }

@@ -24,14 +24,14 @@ const Step *Executor::current() const
 
 const void *Executor::source(Buf buf, size_t off) const
 {
+    if (buf == Buf::Stage) return stage_ + off;
     return (buf == Buf::Send ? send_ : recv_) + off;
 }
 
 void *Executor::destination(Buf buf, size_t off) const
 {
-    // Nothing writes the send buffer: only the receive buffer is ours to change.
-    (void)buf;
-    return recv_ + off;
+    // Nothing writes the send buffer: only the receive (or staging) buffer is ours.
+    return (buf == Buf::Stage ? stage_ : recv_) + off;
 }
 
 bool Executor::ok(const Status &st, bool *failed)
@@ -70,6 +70,17 @@ bool Executor::begin(const Step &step, bool *failed)
             if (transport_.source_busy(dst, step.bytes)) return false;
             return dst == src || ok(work_.copy(dst, src, step.bytes), failed);
         }
+        case StepKind::NodeReduce: {
+            void *dst = destination(step.dst_buf, step.dst_off);
+            if (transport_.source_busy(dst, step.bytes)) return false;
+            if (!node_ || node_->empty())
+                return ok(Status::error(GPURDMA_ERR_INVALID, "node reduce without sources"), failed);
+            node_spans_.clear();
+            for (const void *base : *node_) node_spans_.push_back(static_cast<const char *>(base) + step.src_off);
+            return ok(work_.reduce_many(op_, dtype_, dst, node_spans_.data(), static_cast<int>(node_spans_.size()),
+                                        step.bytes / schedule_.elem_size, schedule_.elem_size),
+                      failed);
+        }
         case StepKind::Send:
             send_from_ = nullptr;
             return ok(work_.send_source(source(step.src_buf, step.src_off), step.bytes, &send_from_), failed) &&
@@ -95,7 +106,8 @@ bool Executor::begin(const Step &step, bool *failed)
 bool Executor::complete(const Step &step, bool *failed)
 {
     switch (step.kind) {
-        case StepKind::Copy: return true;
+        case StepKind::Copy:
+        case StepKind::NodeReduce: return true;
         case StepKind::Send: {
             const transport::Poll p = transport_.try_send(step.peer, send_from_, step.bytes, work_.reader());
             if (p == transport::Poll::Failed) {
@@ -121,6 +133,7 @@ State Executor::advance()
         return State::Failed;
     }
     while (pc_ < steps.size()) {
+        if (pc_ >= limit_) return State::Running;
         bool failed = false;
         if (!run_step(steps[pc_], &failed)) return failed ? State::Failed : State::Running;
         ++pc_;

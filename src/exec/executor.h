@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,15 @@ public:
     // sendbuf == nullptr means in place. The schedule and work must outlive the executor.
     Executor(const plan::Schedule &schedule, transport::PeerTransport &transport, gpurdma_op_t op,
              gpurdma_dtype_t dtype, const void *sendbuf, void *recvbuf, LocalWork &work = HostLocalWork::instance());
+
+    // A GPU unit's schedule (plan/device_unit.h): the staging buffer its Stage steps
+    // address, and the node members' send buffers (member order) of its NodeReduce.
+    // Both must outlive the executor.
+    void set_stage(void *stage) { stage_ = static_cast<char *>(stage); }
+    void set_node_sources(const std::vector<const void *> *bases) { node_ = bases; }
+    // Steps from `limit` on wait (Running) until the limit is raised: a unit's rail
+    // waits for the unit before it (wire order). SIZE_MAX: none.
+    void set_limit(size_t limit) { limit_ = limit; }
 
     // Executes steps until one must wait. Returns Done only when every step has run
     // and no send still reads a user buffer.
@@ -59,6 +69,10 @@ private:
     const char *send_;
     char *recv_;
     LocalWork &work_;
+    char *stage_ = nullptr;
+    const std::vector<const void *> *node_ = nullptr;
+    std::vector<const void *> node_spans_;  // a NodeReduce's sources
+    size_t limit_ = SIZE_MAX;
     size_t pc_ = 0;
     StepPhase phase_ = StepPhase::Begin;
     const void *send_from_ = nullptr;  // the current send's source (staged or not)

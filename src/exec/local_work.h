@@ -23,6 +23,12 @@ public:
     // dst = a OP b, element by element (dst may be a or b).
     virtual Status reduce(gpurdma_op_t op, gpurdma_dtype_t dtype, void *dst, const void *a, const void *b,
                           size_t count) = 0;
+    // dst = srcs[0] OP srcs[1] OP ... OP srcs[n-1], folded left to right (a node's
+    // members in order: the same bits on every path). n == 1: a copy. dst may be one
+    // of the sources (in place). This default folds with reduce() and copy() and is for
+    // work done at once (it may fold into a temporary); a GPU overrides it (one kernel).
+    virtual Status reduce_many(gpurdma_op_t op, gpurdma_dtype_t dtype, void *dst, const void *const *srcs, int n,
+                               size_t count, size_t elem_size);
     // Where a send of [src, src + bytes) reads from: *from = src, or a staging copy this
     // starts (finished() then says when it is there); *from = nullptr when no staging
     // memory is free yet (ask again later).

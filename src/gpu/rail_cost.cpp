@@ -51,6 +51,7 @@ RailWorkload count_rail_work(const plan::Schedule &schedule, const plan::LinkCos
                 ++w.arrival_copies;
                 w.arrival_copy_bytes += s.bytes;
                 break;
+            case plan::StepKind::NodeReduce: break;  // the node stage's, not the rail's
             case plan::StepKind::Copy:
                 // In place (the rail's are) a copy onto itself is no work.
                 if (s.dst_buf == s.src_buf && s.dst_off == s.src_off) break;

@@ -14,6 +14,8 @@ const char *phase_name(Phase phase)
         case Phase::NodeReduceScatter: return "node reduce-scatter";
         case Phase::NodeAllgather: return "node allgather";
         case Phase::Calibration: return "cost-model calibration";
+        case Phase::StageOut: return "copy to host";
+        case Phase::StageBack: return "copy back to the GPU";
     }
     return "unknown";
 }
@@ -25,6 +27,7 @@ const char *step_kind_name(StepKind kind)
         case StepKind::Send: return "send";
         case StepKind::RecvReduce: return "receive-reduce";
         case StepKind::RecvCopy: return "receive";
+        case StepKind::NodeReduce: return "node reduce";
     }
     return "unknown";
 }

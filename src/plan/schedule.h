@@ -11,14 +11,17 @@
 
 namespace gpurdma::plan {
 
-// Which user buffer a step addresses. In place, Send aliases Recv.
-enum class Buf : uint8_t { Send, Recv };
+// Which buffer a step addresses. In place, Send aliases Recv. Stage: a staging buffer
+// the executor is given (a GPU unit's page-locked chunk). Node: the node members'
+// send buffers, the sources of a NodeReduce (the executor is given their bases).
+enum class Buf : uint8_t { Send, Recv, Stage, Node };
 
 enum class StepKind : uint8_t {
     Copy,  // dst <- src, local
     Send,  // put src bytes into the next landing slot of peer
     RecvReduce,  // wait for the next message of peer; dst = combine(landed, local operand)
     RecvCopy,  // wait for the next message of peer; dst <- landed
+    NodeReduce,  // dst = the node members' spans at src_off folded in member order, local
 };
 
 // Named stages for messages ("timeout in ring reduce-scatter waiting on rank 3").
@@ -32,6 +35,8 @@ enum class Phase : uint8_t {
     NodeReduceScatter,  // hierarchical stage 1: slices to their owners on the node
     NodeAllgather,  // hierarchical stage 3: reduced slices back to the node
     Calibration,  // set-up: ping-pong that measures the cost model's links
+    StageOut,  // a GPU unit's copy into host memory for the rail
+    StageBack,  // the rail's result copied back into GPU memory
 };
 
 const char *phase_name(Phase phase);

@@ -130,7 +130,8 @@ SimulationResult simulate(const topo::Topology &topo, const std::vector<std::vec
 
 SimulationResult simulate_schedules(const topo::Topology &topo, const std::vector<plan::Schedule> &schedules,
                                     const std::vector<std::vector<char>> &inputs, size_t count, gpurdma_dtype_t dtype,
-                                    gpurdma_op_t op, bool in_place, int slots, const LocalWorkFor &work)
+                                    gpurdma_op_t op, bool in_place, int slots, const LocalWorkFor &work,
+                                    const ExecutorSetup &setup)
 {
     SimulationResult result;
     const int size = static_cast<int>(inputs.size());
@@ -149,6 +150,7 @@ SimulationResult simulate_schedules(const topo::Topology &topo, const std::vecto
         executors.push_back(std::make_unique<Executor>(schedules[r], *transports[r], op, dtype,
                                                        in_place ? nullptr : inputs[r].data(), result.outputs[r].data(),
                                                        w ? *w : exec::HostLocalWork::instance()));
+        if (setup) setup(r, *executors.back(), result.outputs);
     }
     std::vector<bool> done(size, false);
     int remaining = size;

@@ -13,6 +13,10 @@
 #include "gpurdma/gpurdma.h"
 #include "plan/planner.h"
 
+namespace gpurdma::exec {
+class Executor;
+}  // namespace gpurdma::exec
+
 namespace gpurdma::testing {
 
 struct SimulationResult {
@@ -35,6 +39,11 @@ SimulationResult simulate(const topo::Topology &topo, const std::vector<std::vec
 
 // Rank r's local work (exec/local_work.h), owned by the caller; null: the host's.
 using LocalWorkFor = std::function<exec::LocalWork *(int rank)>;
+// Gives rank r's executor what its schedule needs beyond the user buffers (a staging
+// buffer, the node's send buffers: plan/device_unit.h); receive[k] is rank k's receive
+// buffer (every rank's exists by then).
+using ExecutorSetup =
+    std::function<void(int rank, exec::Executor &executor, const std::vector<std::vector<char>> &receive)>;
 
 // Runs the given schedules (one per rank, schedules[r] for rank r) instead of the
 // planner's: stages built on their own (plan/rail.h). A released message's bytes are
@@ -42,6 +51,7 @@ using LocalWorkFor = std::function<exec::LocalWork *(int rank)>;
 // slot went back to the sender computes garbage.
 SimulationResult simulate_schedules(const topo::Topology &topo, const std::vector<plan::Schedule> &schedules,
                                     const std::vector<std::vector<char>> &inputs, size_t count, gpurdma_dtype_t dtype,
-                                    gpurdma_op_t op, bool in_place, int slots, const LocalWorkFor &work = {});
+                                    gpurdma_op_t op, bool in_place, int slots, const LocalWorkFor &work = {},
+                                    const ExecutorSetup &setup = {});
 
 }  // namespace gpurdma::testing
