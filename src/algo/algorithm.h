@@ -9,22 +9,33 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "base/status.h"
 #include "exec/progress.h"
 #include "exec/task.h"
 #include "gpurdma/gpurdma.h"
+#include "plan/collective.h"
 
 namespace gpurdma::algo {
 
-// One allreduce call. sendbuf == nullptr: in place (the data is in recvbuf).
+// One collective call. sendbuf == nullptr: in place (the data is in recvbuf). count,
+// by collective (plan/collective.h has the buffers' layouts):
+//   Allreduce, Reduce, Bcast: the message's elements;
+//   Allgather: each rank's block;
+//   ReduceScatter: each rank's result, unless `counts` (one per rank) is given.
+// Bcast's buffer is recvbuf; Reduce's recvbuf matters at the root only.
 struct Call {
+    plan::Coll coll = plan::Coll::Allreduce;
     const void *sendbuf = nullptr;
     void *recvbuf = nullptr;
     size_t count = 0;
     gpurdma_dtype_t dtype = GPURDMA_BYTE;
     gpurdma_op_t op = GPURDMA_BOR;
+    int root = 0;
+    std::vector<size_t> counts;  // ReduceScatter with a count per rank (MPI_Reduce_scatter)
     bool in_place() const { return sendbuf == nullptr; }
+    bool reduces() const { return coll != plan::Coll::Allgather && coll != plan::Coll::Bcast; }
 };
 
 class Algorithm : public exec::Task {

@@ -23,7 +23,12 @@ gpurdma_status_t check_call(gpurdma_comm_t *comm, const void *sendbuf, void *rec
     if (static_cast<unsigned>(dtype) >= GPURDMA_DTYPE_COUNT || static_cast<unsigned>(op) >= GPURDMA_OP_COUNT)
         return GPURDMA_ERR_UNSUPPORTED;
     const bool in_place = sendbuf == nullptr || sendbuf == recvbuf;
-    *call = gpurdma::algo::Call{in_place ? nullptr : sendbuf, recvbuf, count, dtype, op};
+    *call = gpurdma::algo::Call{};
+    call->sendbuf = in_place ? nullptr : sendbuf;
+    call->recvbuf = recvbuf;
+    call->count = count;
+    call->dtype = dtype;
+    call->op = op;
     return GPURDMA_OK;
 }
 

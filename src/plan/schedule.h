@@ -64,6 +64,7 @@ struct Schedule {
     int size = 1;
     size_t bytes = 0;  // message size
     size_t elem_size = 1;  // bytes per element, for reductions
+    size_t stage_bytes = 0;  // the Stage buffer the executor must be given (collectives' accumulator)
     std::vector<Step> steps;
 };
 
