@@ -34,6 +34,7 @@ Selector::Selector(HostTeam &team) : team_(team)
     const plan::PlanParams &plan = team.plan();
     if (!plan::uses_node_allreduce(team.topology(), plan)) {
         schedules_ = std::make_unique<ScheduleAllreduce>(team);
+        collectives_ = std::make_unique<ScheduleCollective>(team);
         return;
     }
     const auto &members = team.node_members();
@@ -46,6 +47,7 @@ Selector::Selector(HostTeam &team) : team_(team)
 
 Algorithm &Selector::choose(const Call &call)
 {
+    if (call.coll != plan::Coll::Allreduce) return *collectives_;
     if (node_) return *node_;
     schedules_->set_algorithm(
         plan::choose_algorithm(team_.topology(), call.count * reduce::dtype_size(call.dtype), team_.plan()));

@@ -11,6 +11,7 @@
 #include "algo/host_team.h"
 #include "algo/node_allreduce.h"
 #include "algo/schedule_allreduce.h"
+#include "algo/schedule_collective.h"
 #include "transport/shm_medium.h"
 
 namespace gpurdma::algo {
@@ -43,6 +44,7 @@ private:
     HostTeam &team_;
     std::unique_ptr<NodeAllreduce> node_;  // one node: every call
     std::unique_ptr<ScheduleAllreduce> schedules_;  // otherwise
+    std::unique_ptr<ScheduleCollective> collectives_;  // the other collectives, where schedules run
 };
 
 }  // namespace gpurdma::algo
