@@ -12,6 +12,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 namespace gpurdma::algo {
 
@@ -98,6 +99,18 @@ private:
 
     char *base_;
     NodeArenaLayout layout_;
+};
+
+// What carries over from call to call among every path over one arena (the node
+// allreduce and the other node collectives): the sequence number of the next arena
+// block, which every rank counts alike whatever collectives run in whatever order,
+// and the node ranks' Consumed counters as last read (they only grow: a remembered
+// value that suffices spares reading a line its rank keeps writing). One per arena,
+// owned by whoever creates the paths and passed to each by reference.
+struct NodeSequence {
+    explicit NodeSequence(int ranks) : consumed_seen(static_cast<size_t>(ranks), 0) {}
+    uint64_t next_block = 0;
+    std::vector<uint64_t> consumed_seen;
 };
 
 }  // namespace gpurdma::algo
