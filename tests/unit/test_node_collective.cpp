@@ -5,11 +5,15 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "algo/node_allreduce.h"
@@ -29,6 +33,15 @@ using gpurdma::plan::Coll;
 
 namespace {
 
+using Check = std::function<::testing::AssertionResult()>;
+
+// One call on every rank, and how its result is checked.
+struct Job {
+    Coll coll;
+    std::vector<Call> calls;
+    Check check;
+};
+
 // One node: the arena, and per rank its sequence and both algorithms, as the selector
 // would make them.
 struct Node {
@@ -37,6 +50,7 @@ struct Node {
     std::vector<std::unique_ptr<NodeSequence>> seq;
     std::vector<std::unique_ptr<NodeAllreduce>> allreduce;
     std::vector<std::unique_ptr<NodeCollective>> coll;
+    std::vector<Job> *batch = nullptr;  // set: calls are queued for run_threads, not run
 
     Node(int ranks, int slots, size_t block, size_t direct_max = 256)
     {
@@ -59,8 +73,12 @@ struct Node {
 // Drives one call on every rank to its end; checks that all ranks agree on the sequence
 // and that every counter of every rank ends at it.
 ::testing::AssertionResult run_all(Node &node, Coll coll, const std::vector<Call> &calls, std::mt19937 &rng,
-                                   bool random_order)
+                                   bool random_order, const Check &check)
 {
+    if (node.batch) {
+        node.batch->push_back(Job{coll, calls, check});
+        return ::testing::AssertionSuccess();
+    }
     const int n = node.ranks();
     for (int r = 0; r < n; ++r) {
         const gpurdma::Status st = node.algo(r, coll).start(calls[r]);
@@ -92,7 +110,7 @@ struct Node {
             if (node.seq[0]->next_block > 0 && arena.load(r, c) != node.seq[0]->next_block)
                 return ::testing::AssertionFailure() << "rank " << r << " counter " << static_cast<int>(c) << " at "
                                                      << arena.load(r, c) << ", sequence " << node.seq[0]->next_block;
-    return ::testing::AssertionSuccess();
+    return check();
 }
 
 // Small integers in any dtype the tests use (int32, double): exact sums in any order.
@@ -139,31 +157,39 @@ std::string name(Coll coll, int ranks, size_t count, bool in_place, int root = -
            std::to_string(count) + (in_place ? " in place" : "") + (root >= 0 ? " root " + std::to_string(root) : "");
 }
 
+// A call's buffers, kept alive until it is checked.
+struct Bufs {
+    std::vector<std::vector<char>> in, out;
+    std::vector<char> want;
+};
+
 ::testing::AssertionResult allreduce(Node &node, size_t count, bool in_place, gpurdma_op_t op, Values v,
                                      std::mt19937 &rng, bool random_order)
 {
     const int n = node.ranks();
-    std::vector<std::vector<char>> in, out;
+    auto d = std::make_shared<Bufs>();
     for (int r = 0; r < n; ++r) {
-        in.push_back(v.make(count, rng));
-        out.push_back(in_place ? in[r] : std::vector<char>(count * v.elem(), 0x5a));
+        d->in.push_back(v.make(count, rng));
+        d->out.push_back(in_place ? d->in[r] : std::vector<char>(count * v.elem(), 0x5a));
     }
+    d->want = fold_ref(d->in, 0, count, op, v.dtype);
     std::vector<Call> calls(static_cast<size_t>(n));
     for (int r = 0; r < n; ++r) {
         calls[r].coll = Coll::Allreduce;
-        calls[r].sendbuf = in_place ? nullptr : in[r].data();
-        calls[r].recvbuf = out[r].data();
+        calls[r].sendbuf = in_place ? nullptr : d->in[r].data();
+        calls[r].recvbuf = d->out[r].data();
         calls[r].count = count;
         calls[r].dtype = v.dtype;
         calls[r].op = op;
     }
-    auto ok = run_all(node, Coll::Allreduce, calls, rng, random_order);
-    if (!ok) return ok;
-    const std::vector<char> want = fold_ref(in, 0, count, op, v.dtype);
-    for (int r = 0; r < n; ++r)
-        if (!(ok = same(out[r], want, 0, name(Coll::Allreduce, n, count, in_place) + " rank " + std::to_string(r))))
-            return ok;
-    return ok;
+    return run_all(node, Coll::Allreduce, calls, rng, random_order, [=]() {
+        ::testing::AssertionResult ok = ::testing::AssertionSuccess();
+        for (int r = 0; r < n; ++r)
+            if (!(ok = same(d->out[r], d->want, 0,
+                            name(Coll::Allreduce, n, count, in_place) + " rank " + std::to_string(r))))
+                return ok;
+        return ok;
+    });
 }
 
 ::testing::AssertionResult reduce_scatter(Node &node, const std::vector<size_t> &counts, bool explicit_counts,
@@ -177,31 +203,32 @@ std::string name(Coll coll, int ranks, size_t count, bool in_place, int root = -
         offsets.push_back(total);
         total += c;
     }
-    std::vector<std::vector<char>> in, out;
+    auto d = std::make_shared<Bufs>();
     for (int r = 0; r < n; ++r) {
-        in.push_back(v.make(total, rng));
-        out.push_back(in_place ? in[r] : std::vector<char>(counts[r] * v.elem() + 1, 0x5a));
+        d->in.push_back(v.make(total, rng));
+        d->out.push_back(in_place ? d->in[r] : std::vector<char>(counts[r] * v.elem() + 1, 0x5a));
     }
     std::vector<Call> calls(static_cast<size_t>(n));
     for (int r = 0; r < n; ++r) {
         calls[r].coll = Coll::ReduceScatter;
-        calls[r].sendbuf = in_place ? nullptr : in[r].data();
-        calls[r].recvbuf = out[r].data();
+        calls[r].sendbuf = in_place ? nullptr : d->in[r].data();
+        calls[r].recvbuf = d->out[r].data();
         calls[r].count = counts[0];
         if (explicit_counts) calls[r].counts = counts;
         calls[r].dtype = v.dtype;
         calls[r].op = op;
     }
-    auto ok = run_all(node, Coll::ReduceScatter, calls, rng, random_order);
-    if (!ok) return ok;
-    for (int r = 0; r < n; ++r) {
-        const std::vector<char> want = fold_ref(in, offsets[r], counts[r], op, v.dtype);
-        if (!(ok = same(out[r], want, 0,
-                        name(Coll::ReduceScatter, n, counts[r], in_place) + " rank " + std::to_string(r))))
-            return ok;
-        if (!in_place && out[r].back() != 0x5a) return ::testing::AssertionFailure() << "wrote past the result";
-    }
-    return ok;
+    return run_all(node, Coll::ReduceScatter, calls, rng, random_order, [=]() {
+        ::testing::AssertionResult ok = ::testing::AssertionSuccess();
+        for (int r = 0; r < n; ++r) {
+            const std::vector<char> want = fold_ref(d->in, offsets[r], counts[r], op, v.dtype);
+            if (!(ok = same(d->out[r], want, 0,
+                            name(Coll::ReduceScatter, n, counts[r], in_place) + " rank " + std::to_string(r))))
+                return ok;
+            if (!in_place && d->out[r].back() != 0x5a) return ::testing::AssertionFailure() << "wrote past the result";
+        }
+        return ok;
+    });
 }
 
 ::testing::AssertionResult allgather(Node &node, size_t count, bool in_place, Values v, std::mt19937 &rng,
@@ -209,83 +236,88 @@ std::string name(Coll coll, int ranks, size_t count, bool in_place, int root = -
 {
     const int n = node.ranks();
     const size_t bytes = count * v.elem();
-    std::vector<std::vector<char>> in, out;
-    std::vector<char> want;
+    auto d = std::make_shared<Bufs>();
     for (int r = 0; r < n; ++r) {
-        in.push_back(v.make(count, rng));
-        want.insert(want.end(), in[r].begin(), in[r].end());
+        d->in.push_back(v.make(count, rng));
+        d->want.insert(d->want.end(), d->in[r].begin(), d->in[r].end());
     }
     for (int r = 0; r < n; ++r) {
-        out.emplace_back(static_cast<size_t>(n) * bytes, 0x5a);
-        if (in_place) std::memcpy(out[r].data() + static_cast<size_t>(r) * bytes, in[r].data(), bytes);
+        d->out.emplace_back(static_cast<size_t>(n) * bytes, 0x5a);
+        if (in_place) std::memcpy(d->out[r].data() + static_cast<size_t>(r) * bytes, d->in[r].data(), bytes);
     }
     std::vector<Call> calls(static_cast<size_t>(n));
     for (int r = 0; r < n; ++r) {
         calls[r].coll = Coll::Allgather;
-        calls[r].sendbuf = in_place ? nullptr : in[r].data();
-        calls[r].recvbuf = out[r].data();
+        calls[r].sendbuf = in_place ? nullptr : d->in[r].data();
+        calls[r].recvbuf = d->out[r].data();
         calls[r].count = count;
         calls[r].dtype = v.dtype;
     }
-    auto ok = run_all(node, Coll::Allgather, calls, rng, random_order);
-    if (!ok) return ok;
-    for (int r = 0; r < n; ++r)
-        if (!(ok = same(out[r], want, 0, name(Coll::Allgather, n, count, in_place) + " rank " + std::to_string(r))))
-            return ok;
-    return ok;
+    return run_all(node, Coll::Allgather, calls, rng, random_order, [=]() {
+        ::testing::AssertionResult ok = ::testing::AssertionSuccess();
+        for (int r = 0; r < n; ++r)
+            if (!(ok = same(d->out[r], d->want, 0,
+                            name(Coll::Allgather, n, count, in_place) + " rank " + std::to_string(r))))
+                return ok;
+        return ok;
+    });
 }
 
 ::testing::AssertionResult bcast(Node &node, size_t count, int root, Values v, std::mt19937 &rng, bool random_order)
 {
     const int n = node.ranks();
-    std::vector<std::vector<char>> buf;
-    for (int r = 0; r < n; ++r) buf.push_back(v.make(count, rng));
-    const std::vector<char> want = buf[root];
+    auto d = std::make_shared<Bufs>();
+    for (int r = 0; r < n; ++r) d->out.push_back(v.make(count, rng));
+    d->want = d->out[root];
     std::vector<Call> calls(static_cast<size_t>(n));
     for (int r = 0; r < n; ++r) {
         calls[r].coll = Coll::Bcast;
-        calls[r].recvbuf = buf[r].data();
+        calls[r].recvbuf = d->out[r].data();
         calls[r].count = count;
         calls[r].dtype = v.dtype;
         calls[r].root = root;
     }
-    auto ok = run_all(node, Coll::Bcast, calls, rng, random_order);
-    if (!ok) return ok;
-    for (int r = 0; r < n; ++r)
-        if (!(ok = same(buf[r], want, 0, name(Coll::Bcast, n, count, false, root) + " rank " + std::to_string(r))))
-            return ok;
-    return ok;
+    return run_all(node, Coll::Bcast, calls, rng, random_order, [=]() {
+        ::testing::AssertionResult ok = ::testing::AssertionSuccess();
+        for (int r = 0; r < n; ++r)
+            if (!(ok = same(d->out[r], d->want, 0,
+                            name(Coll::Bcast, n, count, false, root) + " rank " + std::to_string(r))))
+                return ok;
+        return ok;
+    });
 }
 
 ::testing::AssertionResult reduce(Node &node, size_t count, int root, bool in_place, gpurdma_op_t op, Values v,
                                   std::mt19937 &rng, bool random_order)
 {
     const int n = node.ranks();
-    std::vector<std::vector<char>> in, out;
+    auto d = std::make_shared<Bufs>();
     for (int r = 0; r < n; ++r) {
-        in.push_back(v.make(count, rng));
+        d->in.push_back(v.make(count, rng));
         // Non-roots' receive buffers stay untouched.
-        out.push_back(in_place && r == root ? in[r] : std::vector<char>(count * v.elem(), 0x5a));
+        d->out.push_back(in_place && r == root ? d->in[r] : std::vector<char>(count * v.elem(), 0x5a));
     }
-    const std::vector<char> untouched(count * v.elem(), 0x5a);
+    d->want = fold_ref(d->in, 0, count, op, v.dtype);
     std::vector<Call> calls(static_cast<size_t>(n));
     for (int r = 0; r < n; ++r) {
         calls[r].coll = Coll::Reduce;
-        calls[r].sendbuf = in_place && r == root ? nullptr : in[r].data();
-        calls[r].recvbuf = out[r].data();
+        calls[r].sendbuf = in_place && r == root ? nullptr : d->in[r].data();
+        calls[r].recvbuf = d->out[r].data();
         calls[r].count = count;
         calls[r].dtype = v.dtype;
         calls[r].op = op;
         calls[r].root = root;
     }
-    auto ok = run_all(node, Coll::Reduce, calls, rng, random_order);
-    if (!ok) return ok;
-    const std::string what = name(Coll::Reduce, n, count, in_place, root);
-    if (!(ok = same(out[root], fold_ref(in, 0, count, op, v.dtype), 0, what + " at the root"))) return ok;
-    for (int r = 0; r < n; ++r)
-        if (r != root && out[r] != untouched)
-            return ::testing::AssertionFailure() << what << ": rank " << r << " written";
-    return ok;
+    return run_all(node, Coll::Reduce, calls, rng, random_order, [=]() {
+        const std::string what = name(Coll::Reduce, n, count, in_place, root);
+        ::testing::AssertionResult ok = same(d->out[root], d->want, 0, what + " at the root");
+        if (!ok) return ok;
+        const std::vector<char> untouched(count * v.elem(), 0x5a);
+        for (int r = 0; r < n; ++r)
+            if (r != root && d->out[r] != untouched)
+                return ::testing::AssertionFailure() << what << ": rank " << r << " written";
+        return ok;
+    });
 }
 
 const Values kInt{GPURDMA_INT32};
@@ -392,6 +424,76 @@ TEST(NodeCollective, ZeroCountsUseNoBlocks)
     EXPECT_EQ(5u, node.seq[0]->next_block);  // 20000 bytes in 4 KiB blocks
 }
 
+namespace {
+
+// One call of a random kind and shape (the same on every rank).
+::testing::AssertionResult random_call(Node &node, std::mt19937 &rng)
+{
+    const int ranks = node.ranks();
+    const size_t count = kCounts[rng() % kCounts.size()] + rng() % 3;
+    const bool in_place = rng() % 2;
+    const bool random_order = rng() % 2;
+    const int root = static_cast<int>(rng() % static_cast<unsigned>(ranks));
+    const Values v = rng() % 2 ? kInt : kDouble;
+    switch (rng() % 5) {
+        case 0: return allreduce(node, count, in_place, GPURDMA_SUM, v, rng, random_order);
+        case 1: {
+            std::vector<size_t> counts;
+            for (int r = 0; r < ranks; ++r) counts.push_back(rng() % 3 ? count : rng() % 50);
+            return reduce_scatter(node, counts, true, in_place, GPURDMA_SUM, v, rng, random_order);
+        }
+        case 2: return allgather(node, count, in_place, v, rng, random_order);
+        case 3: return bcast(node, count, root, v, rng, random_order);
+        default: return reduce(node, count, root, in_place, GPURDMA_MAX, v, rng, random_order);
+    }
+}
+
+// Every rank in a thread of its own through all of `jobs`, back to back (a rank may be
+// calls ahead of another), then every result checked.
+::testing::AssertionResult run_threads(Node &node, const std::vector<Job> &jobs)
+{
+    const int n = node.ranks();
+    std::atomic<bool> stop{false};
+    std::vector<std::string> failures(static_cast<size_t>(n));
+    std::vector<std::thread> threads;
+    for (int r = 0; r < n; ++r)
+        threads.emplace_back([&, r]() {
+            const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+            for (size_t i = 0; i < jobs.size(); ++i) {
+                Algorithm &a = node.algo(r, jobs[i].coll);
+                if (!a.start(jobs[i].calls[r]).is_ok()) {
+                    failures[r] = "start failed in call " + std::to_string(i);
+                    stop = true;
+                    return;
+                }
+                for (unsigned spin = 0;; ++spin) {
+                    const State st = a.advance();
+                    if (st == State::Done) break;
+                    if (st == State::Failed || stop || std::chrono::steady_clock::now() > deadline) {
+                        failures[r] = "call " + std::to_string(i) + ": " + a.describe_wait();
+                        stop = true;
+                        return;
+                    }
+                    if (spin % 16 == 15) std::this_thread::yield();
+                }
+                a.finish();
+            }
+        });
+    for (auto &t : threads) t.join();
+    for (int r = 0; r < n; ++r)
+        if (!failures[r].empty()) return ::testing::AssertionFailure() << "rank " << r << ": " << failures[r];
+    for (int r = 1; r < n; ++r)
+        if (node.seq[r]->next_block != node.seq[0]->next_block)
+            return ::testing::AssertionFailure() << "ranks disagree on the block sequence";
+    for (size_t i = 0; i < jobs.size(); ++i) {
+        auto ok = jobs[i].check();
+        if (!ok) return ok << " (call " << i << ")";
+    }
+    return ::testing::AssertionSuccess();
+}
+
+}  // namespace
+
 // Every collective and the allreduce (both its forms) on one arena and sequence, in a
 // random order: slots are reused across calls of different kinds.
 TEST(NodeCollective, MixedWithAllreduceOnOneSequence)
@@ -400,33 +502,25 @@ TEST(NodeCollective, MixedWithAllreduceOnOneSequence)
     for (int ranks : {2, 3, 4})
         for (int slots : {1, 2, 3}) {
             Node node(ranks, slots, 4096, ranks == 2 ? SIZE_MAX : 256);
-            for (int i = 0; i < 150; ++i) {
-                const size_t count = kCounts[rng() % kCounts.size()] + rng() % 3;
-                const bool in_place = rng() % 2;
-                const bool random_order = rng() % 2;
-                const int root = static_cast<int>(rng() % static_cast<unsigned>(ranks));
-                const Values v = rng() % 2 ? kInt : kDouble;
-                switch (rng() % 5) {
-                    case 0:
-                        ASSERT_TRUE(allreduce(node, count, in_place, GPURDMA_SUM, v, rng, random_order))
-                            << "call " << i;
-                        break;
-                    case 1: {
-                        std::vector<size_t> counts;
-                        for (int r = 0; r < ranks; ++r) counts.push_back(rng() % 3 ? count : rng() % 50);
-                        ASSERT_TRUE(reduce_scatter(node, counts, true, in_place, GPURDMA_SUM, v, rng, random_order))
-                            << "call " << i;
-                        break;
-                    }
-                    case 2: ASSERT_TRUE(allgather(node, count, in_place, v, rng, random_order)) << "call " << i; break;
-                    case 3: ASSERT_TRUE(bcast(node, count, root, v, rng, random_order)) << "call " << i; break;
-                    default:
-                        ASSERT_TRUE(reduce(node, count, root, in_place, GPURDMA_MAX, v, rng, random_order))
-                            << "call " << i;
-                        break;
-                }
-            }
+            for (int i = 0; i < 150; ++i) ASSERT_TRUE(random_call(node, rng)) << "call " << i;
         }
+}
+
+// The same with every rank in a thread of its own: a rank that runs ahead into its next
+// blocks or calls must find each slot free only once everyone is done with it.
+TEST(NodeCollective, MixedWithAllreduceInThreads)
+{
+    std::mt19937 rng(8);
+    for (int round = 0; round < 3; ++round)
+        for (int ranks : {2, 3, 4})
+            for (int slots : {1, 2}) {
+                Node node(ranks, slots, 4096, ranks == 2 ? SIZE_MAX : 256);
+                std::vector<Job> jobs;
+                node.batch = &jobs;
+                for (int i = 0; i < 100; ++i) ASSERT_TRUE(random_call(node, rng));
+                node.batch = nullptr;
+                ASSERT_TRUE(run_threads(node, jobs)) << "ranks " << ranks << " slots " << slots;
+            }
 }
 
 TEST(NodeCollective, ALateRankIsNamedWithItsStage)
