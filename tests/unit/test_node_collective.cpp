@@ -511,7 +511,7 @@ TEST(NodeCollective, MixedWithAllreduceOnOneSequence)
 TEST(NodeCollective, MixedWithAllreduceInThreads)
 {
     std::mt19937 rng(8);
-    for (int round = 0; round < 3; ++round)
+    for (int round = 0; round < 6; ++round)
         for (int ranks : {2, 3, 4})
             for (int slots : {1, 2}) {
                 Node node(ranks, slots, 4096, ranks == 2 ? SIZE_MAX : 256);
