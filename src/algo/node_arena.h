@@ -1,4 +1,5 @@
-// The node allreduce's private layout of the node's shared segment:
+// The layout of the node's shared segment that the node allreduce and the other node
+// collectives (node_collective.h) share, on one block sequence (NodeSequence):
 // per local rank one cache line of progress counters and kMailSlots mailboxes of
 // kMailLines lines each (every line a sequence number and 48 bytes: a small message
 // travels with its flags, so that a reader's misses on its lines go out together rather
