@@ -29,7 +29,7 @@ size_t NodeCollCall::piece_elems(size_t block_elems, size_t elem_size, int ranks
     return std::max<size_t>(1, q);
 }
 
-NodeCollCall::NodeCollCall(const NodeArena &arena, int me, uint64_t first_block, const Call &call,
+NodeCollCall::NodeCollCall(const NodeArena &arena, int me, uint64_t first_block, const Call &call, size_t direct_max,
                            uint64_t *consumed_seen)
     : arena_(arena),
       me_(me),
@@ -45,6 +45,10 @@ NodeCollCall::NodeCollCall(const NodeArena &arena, int me, uint64_t first_block,
       in_place_(call.in_place()),
       count_(call.count),
       per_block_(std::max<size_t>(1, arena.layout().block / std::max<size_t>(1, elem_))),
+      direct_(coll_ == Coll::Reduce && count_ * elem_ <= direct_max),
+      // In place, the root's operand is its receive buffer: the fold writes it before it
+      // reads it unless it is source 0 or 1 (dst may be exactly a or b).
+      own_from_buffer_(!in_place_ || root_ < 2),
       consumed_seen_(consumed_seen)
 {
     size_t most = count_;  // elements of the largest part cut into blocks
@@ -99,12 +103,13 @@ void NodeCollCall::mark(NodeCounter last, uint64_t g) const
             arena_.store(me_, static_cast<NodeCounter>(c), g + 1);
 }
 
-// dst = source(0) OP source(1) OP ... in rank order, as NodeCall::fold. dst is no source.
+// dst = source(0) OP source(1) OP ... in rank order, as NodeCall::fold. dst may be
+// source(0) or source(1) only.
 template <typename Source> void NodeCollCall::fold(char *dst, size_t bytes, Source source) const
 {
     const size_t n = bytes / elem_;
     if (ranks_ == 1) {
-        std::memcpy(dst, source(0), bytes);
+        if (dst != source(0)) std::memcpy(dst, source(0), bytes);
         return;
     }
     reduce::apply(op_, dtype_, dst, source(0), source(1), n);
@@ -141,6 +146,12 @@ void NodeCollCall::post(uint64_t b, char *in)
             }
             break;
         case Coll::Reduce: {
+            if (direct_) {
+                // The whole block, for the root to reduce (its own only where it cannot
+                // read it from its buffer).
+                if (me_ != root_ || !own_from_buffer_) std::memcpy(in, send_ + first * elem_, chunk_elems(b) * elem_);
+                break;
+            }
             // Only the others' slices: my own is read from my buffer when I reduce it.
             const size_t elems = chunk_elems(b);
             for (int i = 0; i < ranks_; ++i) {
@@ -165,8 +176,8 @@ bool NodeCollCall::try_post()
         const uint64_t slots = static_cast<uint64_t>(arena_.layout().slots);
         if (g + 1 > slots && lagging_consumed(g + 1 - slots) >= 0) return false;
         post(b, arena_.input(me_, slot_of(b)));
-        // Bcast's root reads nothing of the block's slots: done with it.
-        mark(coll_ == Coll::Bcast ? NodeCounter::Consumed : NodeCounter::Posted, g);
+        // Bcast's root and direct Reduce's others read nothing of the block's slots: done with it.
+        mark(coll_ == Coll::Bcast || (direct_ && me_ != root_) ? NodeCounter::Consumed : NodeCounter::Posted, g);
     }
     ++posted_;
     return true;
@@ -206,6 +217,10 @@ void NodeCollCall::work(uint64_t b, int slot)
             break;
         }
         case Coll::Reduce: {
+            if (direct_) {
+                if (me_ == root_) reduce_whole(b, slot);
+                break;
+            }
             size_t f = 0, n = 0;
             NodeCall::slice(chunk_elems(b), elem_, ranks_, me_, &f, &n);
             const size_t block_off = first * elem_;
@@ -227,6 +242,18 @@ void NodeCollCall::work(uint64_t b, int slot)
     }
 }
 
+// Direct Reduce, at the root: block b folded whole from every rank's input into my buffer.
+void NodeCollCall::reduce_whole(uint64_t b, int slot)
+{
+    const size_t block_off = static_cast<size_t>(b) * per_block_ * elem_;
+    const size_t step = kSubBlock - kSubBlock % elem_;
+    for (size_t off = 0, end = chunk_elems(b) * elem_; off < end; off += step)
+        fold(recv_ + block_off + off, std::min(step, end - off), [&](int j) -> const char * {
+            return (j == me_ && own_from_buffer_ ? send_ + block_off : arena_.input(j, slot)) + off;
+        });
+    mark(NodeCounter::Consumed, first_ + b);
+}
+
 bool NodeCollCall::try_work()
 {
     const uint64_t b = worked_;
@@ -234,6 +261,8 @@ bool NodeCollCall::try_work()
     const uint64_t g = first_ + b;
     if (coll_ == Coll::Bcast) {
         if (me_ != root_ && arena_.load(root_, NodeCounter::Posted) < g + 1) return false;
+    } else if (direct_ && me_ != root_) {
+        // Nothing to wait for: the root reads what I posted.
     } else if (lagging(NodeCounter::Posted, g + 1) >= 0) {
         return false;
     }
@@ -246,7 +275,7 @@ bool NodeCollCall::try_finish()
 {
     const uint64_t b = finished_;
     if (b >= worked_) return false;
-    if (coll_ == Coll::Reduce && me_ == root_) {
+    if (coll_ == Coll::Reduce && me_ == root_ && !direct_) {
         const uint64_t g = first_ + b;
         if (lagging(NodeCounter::Reduced, g + 1) >= 0) return false;
         const size_t elems = chunk_elems(b), block_off = static_cast<size_t>(b) * per_block_ * elem_;
@@ -296,8 +325,13 @@ std::string NodeCollCall::waiting_for(int *peer) const
 }
 
 NodeCollective::NodeCollective(NodeArena arena, NodeSequence &sequence, std::vector<int> members, int index,
-                               std::vector<std::string> hosts)
-    : arena_(arena), seq_(&sequence), members_(std::move(members)), index_(index), hosts_(std::move(hosts))
+                               std::vector<std::string> hosts, size_t direct_max)
+    : arena_(arena),
+      seq_(&sequence),
+      members_(std::move(members)),
+      index_(index),
+      hosts_(std::move(hosts)),
+      direct_max_(direct_max)
 {}
 
 Status NodeCollective::start(const Call &call)
@@ -313,7 +347,7 @@ Status NodeCollective::start(const Call &call)
         return Status::error(GPURDMA_ERR_INVALID, what + ": " + std::to_string(call.counts.size()) + " counts for " +
                                                       std::to_string(ranks) + " ranks");
     coll_ = call.coll;
-    call_.emplace(arena_, index_, seq_->next_block, call, seq_->consumed_seen.data());
+    call_.emplace(arena_, index_, seq_->next_block, call, direct_max_, seq_->consumed_seen.data());
     return Status::ok();
 }
 
@@ -335,7 +369,7 @@ std::string NodeCollective::describe_failure() const
 
 std::string NodeCollective::describe_call() const
 {
-    return std::string("node ") + plan::coll_name(coll_);
+    return std::string("node ") + plan::coll_name(coll_) + (call_->direct() ? ", direct" : "");
 }
 
 }  // namespace gpurdma::algo

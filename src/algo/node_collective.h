@@ -17,7 +17,9 @@
 //                  piece b of the result overwrites input only of pieces <= b, posted.
 //   Reduce:        as the node allreduce: each folds its slice of the block from every
 //                  rank's input into the output slot; the root copies it out once all
-//                  have reduced (and only then is Consumed).
+//                  have reduced (and only then is Consumed). Small ones (direct_max) take
+//                  the direct form: every rank posts the whole block and is done with it;
+//                  the root, once all have posted, folds it into its buffer. One wait.
 // Each element is reduced once, by one rank, in rank order, as by the node allreduce.
 #pragma once
 
@@ -40,14 +42,17 @@ class NodeCollCall {
 public:
     // me: this rank's index among the node's ranks; first_block: the sequence number of
     // the call's first block; call: not Allreduce, root and counts already checked
-    // (counts: empty or one per rank); consumed_seen: NodeSequence::consumed_seen.
-    NodeCollCall(const NodeArena &arena, int me, uint64_t first_block, const Call &call, uint64_t *consumed_seen);
+    // (counts: empty or one per rank); direct_max: largest Reduce for the direct form;
+    // consumed_seen: NodeSequence::consumed_seen.
+    NodeCollCall(const NodeArena &arena, int me, uint64_t first_block, const Call &call, size_t direct_max,
+                 uint64_t *consumed_seen);
 
     exec::State advance();
     // Blocks this call uses: the caller's sequence advances by this much (alike on every rank).
     uint64_t blocks() const { return blocks_; }
     // Grows whenever anything moved (for the caller's timeout).
     uint64_t position() const { return posted_ + worked_ + finished_; }
+    bool direct() const { return direct_; }
     // What the machine waits for, e.g. "to post its data for block 7", and that
     // peer's local index (or -1).
     std::string waiting_for(int *peer) const;
@@ -63,6 +68,7 @@ private:
     bool try_finish();
     void post(uint64_t b, char *in);
     void work(uint64_t b, int slot);
+    void reduce_whole(uint64_t b, int slot);
     bool writes_slot() const;  // whether post writes my input slot
     int lagging(NodeCounter c, uint64_t need) const;
     int lagging_consumed(uint64_t need) const;
@@ -88,6 +94,8 @@ private:
     std::vector<size_t> counts_, offsets_;  // ReduceScatter: each rank's result and its input offset
     size_t per_block_;  // elements per block (ReduceScatter: per piece)
     uint64_t blocks_ = 0;
+    bool direct_;  // Reduce: every rank posts whole blocks, the root reduces them
+    bool own_from_buffer_;  // direct: the root reads its operand from its buffer
     uint64_t *consumed_seen_;
     uint64_t posted_ = 0, worked_ = 0, finished_ = 0;  // each <= the previous
 };
@@ -97,9 +105,10 @@ private:
 class NodeCollective final : public Algorithm {
 public:
     // arena, members, index, hosts: as NodeAllreduce's. sequence: the arena's, shared
-    // with the NodeAllreduce over the same arena, outliving this object.
+    // with the NodeAllreduce over the same arena, outliving this object. direct_max:
+    // largest Reduce (bytes) for the direct form (the latency path's small_msg_max).
     NodeCollective(NodeArena arena, NodeSequence &sequence, std::vector<int> members, int index,
-                   std::vector<std::string> hosts);
+                   std::vector<std::string> hosts, size_t direct_max);
 
     Status start(const Call &call) override;
     Status run(const exec::ProgressLoop &loop) override { return loop.run_as(*this); }
@@ -119,6 +128,7 @@ private:
     std::vector<int> members_;
     int index_;
     std::vector<std::string> hosts_;
+    size_t direct_max_;
     plan::Coll coll_ = plan::Coll::Bcast;
     std::optional<NodeCollCall> call_;
 };

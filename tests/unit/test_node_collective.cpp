@@ -62,7 +62,7 @@ struct Node {
         for (int r = 0; r < ranks; ++r) {
             seq.push_back(std::make_unique<NodeSequence>(ranks));
             allreduce.push_back(std::make_unique<NodeAllreduce>(arena(), *seq[r], members, r, direct_max, hosts));
-            coll.push_back(std::make_unique<NodeCollective>(arena(), *seq[r], members, r, hosts));
+            coll.push_back(std::make_unique<NodeCollective>(arena(), *seq[r], members, r, hosts, direct_max));
         }
     }
     int ranks() const { return layout.ranks; }
@@ -398,17 +398,19 @@ TEST(NodeCollective, BcastFromEveryRoot)
 
 TEST(NodeCollective, ReduceToEveryRoot)
 {
+    // Direct form (the root reduces whole blocks) never, for small messages, always.
     std::mt19937 rng(5);
-    for (int ranks : {2, 3, 4}) {
-        Node node(ranks, 2, 4096);
-        for (size_t count : kCounts)
-            for (int root = 0; root < ranks; ++root)
-                for (bool in_place : {false, true}) {
-                    ASSERT_TRUE(reduce(node, count, root, in_place, GPURDMA_SUM, kInt, rng, true));
-                    ASSERT_TRUE(reduce(node, count, root, in_place, GPURDMA_MAX, kInt, rng, false));
-                    ASSERT_TRUE(reduce(node, count, root, in_place, GPURDMA_SUM, kDouble, rng, true));
-                }
-    }
+    for (size_t direct_max : {size_t{0}, size_t{256}, SIZE_MAX})
+        for (int ranks : {2, 3, 4}) {
+            Node node(ranks, 2, 4096, direct_max);
+            for (size_t count : kCounts)
+                for (int root = 0; root < ranks; ++root)
+                    for (bool in_place : {false, true}) {
+                        ASSERT_TRUE(reduce(node, count, root, in_place, GPURDMA_SUM, kInt, rng, true));
+                        ASSERT_TRUE(reduce(node, count, root, in_place, GPURDMA_MAX, kInt, rng, false));
+                        ASSERT_TRUE(reduce(node, count, root, in_place, GPURDMA_SUM, kDouble, rng, true));
+                    }
+        }
 }
 
 TEST(NodeCollective, ZeroCountsUseNoBlocks)
@@ -542,6 +544,17 @@ TEST(NodeCollective, ALateRankIsNamedWithItsStage)
     EXPECT_EQ("node bcast (intra-node), waiting for rank 2 on host a to post its data for block 0",
               node.coll[0]->describe_wait());
     EXPECT_EQ("node bcast", node.coll[0]->describe_call());
+    std::vector<int32_t> one(1);
+    Call r;
+    r.coll = Coll::Reduce;
+    r.sendbuf = one.data();
+    r.recvbuf = one.data();
+    r.count = 1;
+    r.dtype = GPURDMA_INT32;
+    r.op = GPURDMA_SUM;
+    Node node3(3, 2, 4096, 256);
+    ASSERT_TRUE(node3.coll[0]->start(r).is_ok());
+    EXPECT_EQ("node reduce, direct", node3.coll[0]->describe_call());
     EXPECT_EQ(&gpurdma_comm_stats_t::node_calls, node.coll[0]->counter());
 
     // An allgather where rank 1 lags: named as the one that has not posted.
