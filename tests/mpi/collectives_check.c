@@ -40,7 +40,7 @@
  * GPURDMA_REQUIRE_COLL_PVARS=1 (or --require-pvars) makes that a failure.
  * reduce_scatter_block's calls may be counted under reduce_scatter.
  *
- * Usage: collectives_check [--quick] [--strict] [--seed N] [--print N] [--verbose]
+ * Usage: collectives_check [--quick] [--rep-only] [--strict] [--seed N] [--print N] [--verbose]
  *                          [--only SECTION,...] [--expect-used] [--require-pvars] [--trace]
  *                          [--no-mpich-workaround]
  */
@@ -66,7 +66,7 @@
 #include "pvars.h"
 
 static long long g_lib_matches;
-static bool g_quick, g_verbose, g_trace; /* --trace: print every blocking call before it */
+static bool g_quick, g_rep_only, g_verbose, g_trace; /* --trace: print every blocking call before it */
 
 /* ------------------------------------------------------------------------ */
 /* Communicators                                                             */
@@ -101,7 +101,7 @@ static void create_comms(void)
     MPI_Comm c;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
-    add_comm("world", MPI_COMM_WORLD, true, true, false);
+    add_comm("world", MPI_COMM_WORLD, !g_rep_only, true, false); /* --rep-only: the representative types */
     MPI_Comm_dup(MPI_COMM_WORLD, &c);
     add_comm("dup", c, false, false, true);
     MPI_Comm_split(MPI_COMM_WORLD, rank % 2, rank, &c);
@@ -977,6 +977,8 @@ int main(int argc, char **argv)
             g_strict = true;
         } else if (!strcmp(argv[i], "--no-mpich-workaround")) {
             g_mpich_workaround = false;
+        } else if (!strcmp(argv[i], "--rep-only")) {
+            g_rep_only = true;
         } else if (!strcmp(argv[i], "--trace")) {
             g_trace = true;
         } else if (!strcmp(argv[i], "--expect-used")) {
@@ -991,7 +993,7 @@ int main(int argc, char **argv)
             g_only = argv[++i];
         } else {
             if (g_world_rank == 0)
-                fprintf(stderr, "usage: " PROGRAM " [--quick] [--strict] [--seed N] [--print N] [--verbose] "
+                fprintf(stderr, "usage: " PROGRAM " [--quick] [--rep-only] [--strict] [--seed N] [--print N] [--verbose] "
                                 "[--only blocking,nonblocking,persistent] [--expect-used] [--require-pvars] [--trace] "
                                 "[--no-mpich-workaround]\n");
             MPI_T_finalize();
