@@ -502,7 +502,8 @@ static void init_case(ccase *c, int coll, int comm_idx, const dtype_info *t, int
 /* Compare a hash over the communicator; fail if any rank differs. */
 static void compare_hash(const ccase *c, uint64_t h)
 {
-    uint64_t mm[2] = { h, ~h }, res[2];
+    /* ranks without a hash (a failed check there, already reported) count for neither */
+    uint64_t mm[2] = { h ? h : UINT64_MAX, ~h }, res[2];
     if (MPI_Allreduce(mm, res, 2, MPI_UINT64_T, MPI_MIN, c->cc->comm) != MPI_SUCCESS) {
         fail("comm %s: comparing result hashes failed", c->cc->name);
         return;
