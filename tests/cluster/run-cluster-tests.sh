@@ -8,7 +8,8 @@
 #   c. osu_allreduce at 2 x 2: MiB must cross each participating host's link;
 #   d. allreduce_check again with netem (delay 50us, loss 0.01%) on every link;
 #   e. nonblocking_check --quick (MPI_Iallreduce, persistent) and thread_stress_check
-#      (MPI_THREAD_MULTIPLE) at 2 x 2, gpurdma's MPI_T counters required;
+#      (MPI_THREAD_MULTIPLE) at 2 x 2, gpurdma's MPI_T counters required; collectives_check
+#      --quick (reduce-scatter, allgather, bcast, reduce) at 2 x 2 and 3+1+2;
 #   f. device_check --quick (GPU buffers) at 2 x 2 and 3+1+2 with --expect-device (and
 #      the rail stage on the GPU: sends staged at 3+1+2, straight at 2 x 2): on
 #      GPU 0 where there is one, else with the stand-in libcuda.so.1 on every rank
@@ -222,6 +223,12 @@ netem_step
 # --- e: nonblocking, persistent and threads across hosts
 checked "nonblocking 2 hosts x 2 ranks" 2 180 nonblocking_check --quick --strict -- --host node0:2,node1:2
 checked "thread stress 2 hosts x 2 ranks" 2 120 thread_stress_check --threads 3 -- --host node0:2,node1:2
+# The collectives beyond allreduce (reduce-scatter(_block), allgather, bcast, reduce;
+# blocking, nonblocking, persistent): --quick, and at 3+1+2 the blocking section only
+# (every message costs about 1 ms here). Open MPI's ops answer until gpurdma serves them.
+checked "collectives 2 hosts x 2 ranks" 2 180 collectives_check --quick -- --host node0:2,node1:2 --mca op ^avx
+checked "collectives 3 hosts, 3+1+2 ranks" 3 180 collectives_check --quick --rep-only --only blocking,nonblocking -- \
+    --host node0:3,node1:1,node2:2 --mca op ^avx
 
 # --- f: GPU buffers across hosts
 device_steps() {

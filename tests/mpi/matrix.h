@@ -785,7 +785,7 @@ static __attribute__((unused)) uint64_t case_seed(int comm_idx, const dtype_info
 }
 
 /* expected = input(0) op input(1) op ... op input(size-1), folded in rank order. */
-static void compute_expected(const dtype_info *t, int op, int size, size_t count,
+static __attribute__((unused)) void compute_expected(const dtype_info *t, int op, int size, size_t count,
                              uint64_t seed, void *expected, void *scratch)
 {
     t->gen(op, 0, 0, count, seed, expected);
