@@ -76,8 +76,7 @@ static int previous(const pmpi_comm_t *pc, const pcall_t *c, const char *why)
         case GPURDMA_COLL_REDUCE_SCATTER:
             if (c->rcounts)
                 for (int i = 0; i < size; i++) send_n += (size_t)c->rcounts[i];
-            else
-                send_n = (size_t)c->rcount * (size_t)size;
+            else send_n = (size_t)c->rcount * (size_t)size;
             recv_n = in_place ? send_n : (size_t)(c->rcounts ? c->rcounts[rank] : c->rcount);
             break;
         case GPURDMA_COLL_ALLGATHER:
@@ -196,36 +195,36 @@ static int run(const pcall_t *c)
 
 int gpurdma_pmpi_reduce_scatter_block_entry(const void *sbuf, void *rbuf, int rcount, int dtype, int op, int comm)
 {
-    const pcall_t c = {GPURDMA_COLL_REDUCE_SCATTER, sbuf, rbuf, 0, (MPI_Datatype)dtype, rcount, MPI_DATATYPE_NULL,
-                       NULL, (MPI_Op)op, 0, (MPI_Comm)comm};
+    const pcall_t c = {GPURDMA_COLL_REDUCE_SCATTER, sbuf, rbuf,       0, (MPI_Datatype)dtype, rcount,
+                       MPI_DATATYPE_NULL,           NULL, (MPI_Op)op, 0, (MPI_Comm)comm};
     return run(&c);
 }
 
 int gpurdma_pmpi_reduce_scatter_entry(const void *sbuf, void *rbuf, const int *rcounts, int dtype, int op, int comm)
 {
-    const pcall_t c = {GPURDMA_COLL_REDUCE_SCATTER, sbuf, rbuf, 0, (MPI_Datatype)dtype, 0, MPI_DATATYPE_NULL,
-                       rcounts, (MPI_Op)op, 0, (MPI_Comm)comm};
+    const pcall_t c = {GPURDMA_COLL_REDUCE_SCATTER, sbuf,    rbuf,       0, (MPI_Datatype)dtype, 0,
+                       MPI_DATATYPE_NULL,           rcounts, (MPI_Op)op, 0, (MPI_Comm)comm};
     return run(&c);
 }
 
 int gpurdma_pmpi_allgather_entry(const void *sbuf, int scount, int sdtype, void *rbuf, int rcount, int rdtype, int comm)
 {
-    pcall_t c = {GPURDMA_COLL_ALLGATHER, sbuf, rbuf, scount, (MPI_Datatype)sdtype, rcount, (MPI_Datatype)rdtype,
-                 NULL, MPI_OP_NULL, 0, (MPI_Comm)comm};
+    pcall_t c = {GPURDMA_COLL_ALLGATHER, sbuf, rbuf,        scount, (MPI_Datatype)sdtype, rcount,
+                 (MPI_Datatype)rdtype,   NULL, MPI_OP_NULL, 0,      (MPI_Comm)comm};
     if (MPI_IN_PLACE == sbuf) c.scount = 0; /* ignored by MPI */
     return run(&c);
 }
 
 int gpurdma_pmpi_bcast_entry(void *buf, int count, int dtype, int root, int comm)
 {
-    const pcall_t c = {GPURDMA_COLL_BCAST, NULL, buf, count, (MPI_Datatype)dtype, 0, MPI_DATATYPE_NULL, NULL,
-                       MPI_OP_NULL, root, (MPI_Comm)comm};
+    const pcall_t c = {GPURDMA_COLL_BCAST, NULL, buf,         count, (MPI_Datatype)dtype, 0,
+                       MPI_DATATYPE_NULL,  NULL, MPI_OP_NULL, root,  (MPI_Comm)comm};
     return run(&c);
 }
 
 int gpurdma_pmpi_reduce_entry(const void *sbuf, void *rbuf, int count, int dtype, int op, int root, int comm)
 {
-    const pcall_t c = {GPURDMA_COLL_REDUCE, sbuf, rbuf, count, (MPI_Datatype)dtype, 0, MPI_DATATYPE_NULL, NULL,
-                       (MPI_Op)op, root, (MPI_Comm)comm};
+    const pcall_t c = {GPURDMA_COLL_REDUCE, sbuf, rbuf,       count, (MPI_Datatype)dtype, 0,
+                       MPI_DATATYPE_NULL,   NULL, (MPI_Op)op, root,  (MPI_Comm)comm};
     return run(&c);
 }

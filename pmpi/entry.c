@@ -96,9 +96,8 @@ __attribute__((visibility("default"))) int MPI_Reduce_scatter(const void *sbuf, 
 {
     pthread_once(&abi_checked, check_abi);
     if (other_abi)
-        return other_reduce_scatter
-                   ? other_reduce_scatter(sbuf, rbuf, rcounts, (void *)dtype, (void *)op, (void *)comm)
-                   : NOT_FORWARDED;
+        return other_reduce_scatter ? other_reduce_scatter(sbuf, rbuf, rcounts, (void *)dtype, (void *)op, (void *)comm)
+                                    : NOT_FORWARDED;
     return gpurdma_pmpi_reduce_scatter_entry(sbuf, rbuf, rcounts, (int)dtype, (int)op, (int)comm);
 }
 

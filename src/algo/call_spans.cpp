@@ -41,8 +41,7 @@ size_t recv_bytes(const Call &call, int size, int rank)
         case Coll::Bcast: return call.count * elem;
         case Coll::Reduce: return rank == call.root ? call.count * elem : 0;
         case Coll::Allgather: return total_count(call, size) * elem;
-        case Coll::ReduceScatter:
-            return (call.in_place() ? total_count(call, size) : part_count(call, rank)) * elem;
+        case Coll::ReduceScatter: return (call.in_place() ? total_count(call, size) : part_count(call, rank)) * elem;
     }
     return 0;
 }

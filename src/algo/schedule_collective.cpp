@@ -42,7 +42,8 @@ Status ScheduleCollective::start(const Call &call)
 std::string ScheduleCollective::stage() const
 {
     const plan::Step *step = exec_->current();
-    std::string phase = std::string(plan::coll_name(coll_)) + " " + (step ? plan::phase_name(step->phase) : "completion");
+    std::string phase =
+        std::string(plan::coll_name(coll_)) + " " + (step ? plan::phase_name(step->phase) : "completion");
     if (step && step->peer >= 0) {
         const auto &node_of = team_.topology().node_of;
         phase += node_of[static_cast<size_t>(step->peer)] == node_of[static_cast<size_t>(team_.rank())]

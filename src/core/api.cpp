@@ -21,7 +21,8 @@ gpurdma_status_t check_call(gpurdma_comm_t *comm, const gpurdma_coll_args_t *arg
 {
     using gpurdma::plan::Coll;
     if (!comm || !args || static_cast<unsigned>(args->coll) >= GPURDMA_COLL_COUNT) return GPURDMA_ERR_INVALID;
-    if (static_cast<unsigned>(args->dtype) >= GPURDMA_DTYPE_COUNT || static_cast<unsigned>(args->op) >= GPURDMA_OP_COUNT)
+    if (static_cast<unsigned>(args->dtype) >= GPURDMA_DTYPE_COUNT ||
+        static_cast<unsigned>(args->op) >= GPURDMA_OP_COUNT)
         return GPURDMA_ERR_UNSUPPORTED;
     const Coll coll = static_cast<Coll>(args->coll);
     if ((coll == Coll::Bcast || coll == Coll::Reduce) && (args->root < 0 || args->root >= comm->size))
@@ -33,8 +34,7 @@ gpurdma_status_t check_call(gpurdma_comm_t *comm, const gpurdma_coll_args_t *arg
     call->dtype = args->dtype;
     call->op = args->op;
     call->root = args->root;
-    if (coll == Coll::ReduceScatter && args->counts)
-        call->counts.assign(args->counts, args->counts + comm->size);
+    if (coll == Coll::ReduceScatter && args->counts) call->counts.assign(args->counts, args->counts + comm->size);
     const bool in_place = args->sendbuf == nullptr || args->sendbuf == args->recvbuf || coll == Coll::Bcast;
     call->sendbuf = in_place ? nullptr : args->sendbuf;
     // A receive buffer wherever this rank gets data.

@@ -113,14 +113,14 @@ State gpurdma_comm::begin_host(gpurdma_request &r)
     r.algorithm = &algorithm;
     // Not from the progress thread: the caller's logging is only for its own threads.
     if (context->log.enabled(2) && !context->on_progress_thread())
-        context->log.log(
-            2, "%s: %s %zu x %s %s: %s%s (call %llu; registrations so far %llu)", name.c_str(),
-            gpurdma::plan::coll_name(call.coll), call.count, gpurdma_dtype_name(call.dtype),
-            call.reduces() ? gpurdma_op_name(call.op) : "", algorithm.describe_call().c_str(),
-            r.kind == Kind::Nonblocking  ? ", nonblocking"
-            : r.kind == Kind::Persistent ? ", persistent"
-                                         : "",
-            static_cast<unsigned long long>(stats.calls + 1), static_cast<unsigned long long>(stats.registrations));
+        context->log.log(2, "%s: %s %zu x %s %s: %s%s (call %llu; registrations so far %llu)", name.c_str(),
+                         gpurdma::plan::coll_name(call.coll), call.count, gpurdma_dtype_name(call.dtype),
+                         call.reduces() ? gpurdma_op_name(call.op) : "", algorithm.describe_call().c_str(),
+                         r.kind == Kind::Nonblocking  ? ", nonblocking"
+                         : r.kind == Kind::Persistent ? ", persistent"
+                                                      : "",
+                         static_cast<unsigned long long>(stats.calls + 1),
+                         static_cast<unsigned long long>(stats.registrations));
     return State::Running;
 }
 

@@ -162,9 +162,8 @@ int mca_coll_gpurdma_previous_call(mca_coll_gpurdma_module_t *m, const mca_coll_
     ptrdiff_t send_lb, recv_lb;
     const size_t send_span = span_of(c->sdtype, send_n, &send_lb);
     const size_t recv_span = span_of(recv_type, recv_n, &recv_lb);
-    const bool device = mca_coll_gpurdma_globals.cuda &&
-                        ((send_span && gpurdma_is_device_memory(c->sbuf)) ||
-                         (recv_span && gpurdma_is_device_memory(c->rbuf)));
+    const bool device = mca_coll_gpurdma_globals.cuda && ((send_span && gpurdma_is_device_memory(c->sbuf)) ||
+                                                          (recv_span && gpurdma_is_device_memory(c->rbuf)));
     mca_coll_gpurdma_output(2, "%s: %s: fallback to the previous module (%s)%s", m->name, call_name(c), why,
                             device ? ", staged through host memory" : "");
     if (!device) return call_previous(m, c, c->sbuf, c->rbuf);
@@ -253,7 +252,8 @@ static bool negative_count(const mca_coll_gpurdma_call_t *c, int size)
     return false;
 }
 
-static const char *const core_declined = "op not defined for this datatype, collective switched off, or set-up declined";
+static const char *const core_declined =
+    "op not defined for this datatype, collective switched off, or set-up declined";
 
 /* ---- blocking ---- */
 
@@ -395,8 +395,7 @@ static int with_request(mca_coll_gpurdma_module_t *m, const mca_coll_gpurdma_cal
     gpurdma_coll_args_t a;
     size_t *counts;
     const char *why = core_args(m, c, &a, &counts);
-    if (NULL == why && !persistent && !mca_coll_gpurdma_may_set_up(m, 2))
-        why = "before the communicator's set-up";
+    if (NULL == why && !persistent && !mca_coll_gpurdma_may_set_up(m, 2)) why = "before the communicator's set-up";
     if (why) {
         free(counts);
         return request_fallback(m, c, why, persistent, info, request);

@@ -8,8 +8,8 @@
 #include "coll_gpurdma.h"
 
 #include <limits.h>
-#include <stdio.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -28,8 +28,9 @@ static void module_construct(mca_coll_gpurdma_module_t *m)
     m->prev_allreduce_init = NULL;
     m->prev_allreduce_init_module = NULL;
     /* The other collectives' previous functions, up to set_up: none yet. */
-    memset(&m->prev_reduce_scatter_block, 0,
-           offsetof(mca_coll_gpurdma_module_t, set_up) - offsetof(mca_coll_gpurdma_module_t, prev_reduce_scatter_block));
+    memset(
+        &m->prev_reduce_scatter_block, 0,
+        offsetof(mca_coll_gpurdma_module_t, set_up) - offsetof(mca_coll_gpurdma_module_t, prev_reduce_scatter_block));
     m->set_up = 0;
     m->name[0] = '\0';
     /* Modules come and go in whichever thread creates or frees a communicator. */
