@@ -18,6 +18,8 @@ namespace {
 
 // Reductions run over sub-blocks that stay in L1 between their passes (as NodeCall's).
 constexpr size_t kSubBlock = 16 * 1024;
+// Smallest block a bcast or reduce is cut into for pipelining.
+constexpr size_t kMinPipelineBlock = 64 * 1024;
 
 }  // namespace
 
@@ -58,6 +60,15 @@ NodeCollCall::NodeCollCall(const NodeArena &arena, int me, uint64_t first_block,
         for (size_t i = 1; i < counts_.size(); ++i) offsets_[i] = offsets_[i - 1] + counts_[i - 1];
         per_block_ = piece_elems(per_block_, elem_, ranks_);
         most = *std::max_element(counts_.begin(), counts_.end());
+    }
+    if (coll_ == Coll::Bcast || (coll_ == Coll::Reduce && !direct_)) {
+        // One rank's copies (or folds) feed the others': blocks of a quarter of the message
+        // let the readers start while the writer goes on. At least 64 KiB: at np=2 a
+        // 64 KiB bcast in 16 KiB blocks took 7.2 us against 5.3 in one block (256 KiB in
+        // 64 KiB blocks: 16 against 20).
+        const size_t quarter = (count_ * elem_ / 4 + 63) / 64 * 64;
+        const size_t bytes = std::min(arena.layout().block, std::max<size_t>(kMinPipelineBlock, quarter));
+        per_block_ = std::max<size_t>(1, bytes / std::max<size_t>(1, elem_));
     }
     blocks_ = (most + per_block_ - 1) / per_block_;
 }
