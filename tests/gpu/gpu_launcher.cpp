@@ -35,7 +35,8 @@
 //     gpurdma_request_test) and gpurdma_collective_init (started twice, new data each
 //     time), in place and not, at 1, 7, 1031 and --max-bytes/8+3 elements, against a
 //     reference computed here; a non-root reduce's receive buffer must stay untouched,
-//     and the communicator's per-collective counters must count every call.
+//     and the communicator's per-collective counters must count every call; then
+//     batches of nonblocking calls of every collective in flight together.
 //     --host-ranks/--alternate as above; [--split-buffers]: a device-buffer rank also
 //     passes its send buffer on the GPU and receive buffer in host memory, and the reverse.
 //     [--interleave]: an allreduce (checked as above) after every check, so that the
@@ -486,8 +487,10 @@ struct Rank {
         ++res->second;
     }
 
-    void coll_check(CollCase c, CollKind kind, uint64_t seed)
+    // This rank's buffer sizes for the call.
+    void size_buffers(CollCase *cp)
     {
+        CollCase &c = *cp;
         const gpurdma_dtype_t d = c.args.dtype;
         const size_t es = gpurdma_dtype_size(d);
         const gpurdma_coll_t coll = c.args.coll;
@@ -513,7 +516,21 @@ struct Rank {
                 c.recv_bytes = c.in_place && !root ? 0 : c.args.count * es;
                 break;
         }
-        if (coll == GPURDMA_COLL_REDUCE_SCATTER && !c.counts.empty() && c.args.counts) c.args.counts = c.counts.data();
+    }
+
+    void coll_check(CollCase c, CollKind kind, uint64_t seed)
+    {
+        const gpurdma_dtype_t d = c.args.dtype;
+        const size_t es = gpurdma_dtype_size(d);
+        const gpurdma_coll_t coll = c.args.coll;
+        const bool root = rank == c.args.root;
+        size_buffers(&c);
+        // The counts the call gets: a copy, scribbled over once the call has started (the
+        // call copies them); the reference uses c.counts.
+        std::vector<size_t> api_counts = c.counts;
+        if (coll == GPURDMA_COLL_REDUCE_SCATTER && !c.counts.empty() && c.args.counts)
+            c.args.counts = api_counts.data();
+        auto scribble = [&] { std::fill(api_counts.begin(), api_counts.end(), size_t(1) << 40); };
         const int where = placement();
         Buffer sb, rb;
         std::string problem;
@@ -536,6 +553,7 @@ struct Rank {
         const int rounds = kind == CollKind::Persistent ? 2 : 1;
         if (problem.empty() && kind == CollKind::Persistent) {
             const gpurdma_status_t st = gpurdma_collective_init(comm, &c.args, on_done, &result, &req);
+            scribble();
             if (st != GPURDMA_OK)
                 problem = std::string("init: ") + gpurdma_status_name(st) + ": " + gpurdma_comm_last_error(comm);
         }
@@ -552,6 +570,7 @@ struct Rank {
                 const int before = result.second;
                 st = kind == CollKind::Nonblocking ? gpurdma_icollective(comm, &c.args, on_done, &result, &req)
                                                    : gpurdma_request_start(req);
+                scribble();
                 if (st == GPURDMA_OK) {
                     for (unsigned spin = 0;; ++spin) {
                         if (spin % 2) gpurdma_context_progress(ctx_);
@@ -599,6 +618,87 @@ struct Rank {
     }
     uint64_t allreduces = 0;  // --interleave: the allreduces made between the checks
 
+    // Nonblocking calls of every collective in flight together (the communicator runs
+    // them one after the other, each staging in and out through the same host memory),
+    // driven by gpurdma_request_test on the last one and gpurdma_context_progress.
+    void coll_batch(size_t count, uint64_t seed)
+    {
+        const gpurdma_coll_t colls[] = {GPURDMA_COLL_BCAST,  GPURDMA_COLL_REDUCE_SCATTER, GPURDMA_COLL_ALLGATHER,
+                                        GPURDMA_COLL_REDUCE, GPURDMA_COLL_REDUCE_SCATTER, GPURDMA_COLL_BCAST};
+        const size_t n = sizeof colls / sizeof colls[0];
+        std::vector<CollCase> cases(n);
+        std::vector<Buffer> sbs(n), rbs(n);
+        std::vector<std::vector<char>> recvs(n), wants(n);
+        std::vector<size_t> checked(n);
+        std::vector<std::pair<gpurdma_status_t, int>> results(n, {GPURDMA_ERR_NO_RESOURCE, 0});
+        std::vector<gpurdma_request_t *> reqs(n, nullptr);
+        std::string problem;
+        const int where = placement();
+        for (size_t i = 0; i < n; ++i) {
+            CollCase &c = cases[i];
+            c.args.coll = colls[i];
+            c.args.dtype = i % 2 ? GPURDMA_INT32 : GPURDMA_FLOAT;
+            c.args.op = GPURDMA_SUM;
+            c.args.count = count + i;
+            c.args.root = int(i) % size;
+            c.in_place = i % 3 == 1;
+            if (c.args.coll == GPURDMA_COLL_REDUCE_SCATTER) {
+                for (int r = 0; r < size; ++r) c.counts.push_back(r == 0 ? 0 : c.args.count + size_t(r));
+                c.args.counts = c.counts.data();
+            }
+            size_buffers(&c);
+            if (!make(&sbs[i], c.send_bytes, where == 0 || where == 1) ||
+                !make(&rbs[i], c.recv_bytes, where == 0 || where == 2))
+                problem = "cuMemAlloc failed";
+            c.args.sendbuf = c.send_bytes ? sbs[i].ptr() : nullptr;
+            c.args.recvbuf = c.recv_bytes ? rbs[i].ptr() : nullptr;
+            std::vector<char> send;
+            coll_data(c, rank, seed + i, &send, &recvs[i], &wants[i], &checked[i]);
+            put(&sbs[i], send);
+            put(&rbs[i], recvs[i]);
+        }
+        for (size_t i = 0; i < n && problem.empty(); ++i) {
+            const gpurdma_status_t st = gpurdma_icollective(comm, &cases[i].args, on_done, &results[i], &reqs[i]);
+            if (st != GPURDMA_OK)
+                problem = std::string("start: ") + gpurdma_status_name(st) + ": " + gpurdma_comm_last_error(comm);
+        }
+        if (problem.empty()) {
+            for (unsigned spin = 0;; ++spin) {
+                if (spin % 2) gpurdma_context_progress(ctx_);
+                else if (gpurdma_request_test(reqs[n - 1])) break;
+                sched_yield();
+            }
+        }
+        for (size_t i = 0; i < n; ++i) {
+            if (reqs[i] && problem.empty()) {
+                if (results[i].second != 1)
+                    problem = std::string(gpurdma_coll_name(colls[i])) + ": completion callback ran " +
+                              std::to_string(results[i].second) + " times (the last call has completed)";
+                else if (results[i].first != GPURDMA_OK)
+                    problem = std::string(gpurdma_coll_name(colls[i])) + ": " + gpurdma_status_name(results[i].first) +
+                              ": " + gpurdma_comm_last_error(comm);
+                else ++want_calls[colls[i]];
+            }
+            if (reqs[i]) gpurdma_request_free(reqs[i]);
+            const std::vector<char> got = get(&rbs[i]);
+            const size_t es = gpurdma_dtype_size(cases[i].args.dtype);
+            for (size_t b = 0; b < got.size() && problem.empty(); b += es)
+                if (b < checked[i] ? !same(cases[i].args.dtype, got.data() + b, wants[i].data() + b, es)
+                                   : std::memcmp(got.data() + b, wants[i].data() + b, es) != 0)
+                    problem = std::string(gpurdma_coll_name(colls[i])) + ": element " + std::to_string(b / es) +
+                              " differs from the reference";
+            release(&sbs[i]);
+            release(&rbs[i]);
+        }
+        ++checks;
+        if (!problem.empty()) {
+            ++failures;
+            say("FAIL rank %d: %zu nonblocking calls in flight together, %zu elements: %s\n", rank, n, count,
+                problem.c_str());
+        }
+        barrier();
+    }
+
     int coll_checks()
     {
         uint64_t seed = 1000;
@@ -645,6 +745,7 @@ struct Rank {
                     }
                 }
         }
+        for (size_t count : {size_t(3), size_t(1031), opt.max_bytes / 8 + 3}) coll_batch(count, ++seed);
         gpurdma_comm_stats_t stats;
         gpurdma_comm_get_stats(comm, &stats);
         const uint64_t got[GPURDMA_COLL_COUNT] = {stats.calls, stats.reduce_scatter_calls, stats.allgather_calls,

@@ -26,6 +26,8 @@ timeout -k 10 300 "$build/tests/gpu/fake_cuda_check" "$fake/libcuda.so.1" || { e
 
 echo "== gpu launcher, host buffers (np 2 and 4)"
 "$launcher" --mode host --np 2,4 --max-bytes 262144 --limit 120 || { echo "FAIL: host mode"; exit 1; }
+"$launcher" --mode host --colls --np 2,3,4 --max-bytes 65536 --limit 120 ||
+    { echo "FAIL: host mode, the other collectives"; exit 1; }
 
 if probe=$("$launcher" --mode probe); then
     echo "== the kernels against the host reduction on GPU 0 ($probe)"
