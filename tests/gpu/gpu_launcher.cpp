@@ -36,7 +36,8 @@
 //     time), in place and not, at 1, 7, 1031 and --max-bytes/8+3 elements, against a
 //     reference computed here; a non-root reduce's receive buffer must stay untouched,
 //     and the communicator's per-collective counters must count every call; then
-//     batches of nonblocking calls of every collective in flight together.
+//     batches of nonblocking calls of every collective in flight together (driven by
+//     tests, or completed by a blocking call started after them).
 //     --host-ranks/--alternate as above; [--split-buffers]: a device-buffer rank also
 //     passes its send buffer on the GPU and receive buffer in host memory, and the reverse.
 //     [--interleave]: an allreduce (checked as above) after every check, so that the
@@ -621,7 +622,7 @@ struct Rank {
     // Nonblocking calls of every collective in flight together (the communicator runs
     // them one after the other, each staging in and out through the same host memory),
     // driven by gpurdma_request_test on the last one and gpurdma_context_progress.
-    void coll_batch(size_t count, uint64_t seed)
+    void coll_batch(size_t count, uint64_t seed, bool blocking_last)
     {
         const gpurdma_coll_t colls[] = {GPURDMA_COLL_BCAST,  GPURDMA_COLL_REDUCE_SCATTER, GPURDMA_COLL_ALLGATHER,
                                         GPURDMA_COLL_REDUCE, GPURDMA_COLL_REDUCE_SCATTER, GPURDMA_COLL_BCAST};
@@ -657,12 +658,19 @@ struct Rank {
             put(&sbs[i], send);
             put(&rbs[i], recvs[i]);
         }
+        std::vector<char> started(n, 0);
         for (size_t i = 0; i < n && problem.empty(); ++i) {
-            const gpurdma_status_t st = gpurdma_icollective(comm, &cases[i].args, on_done, &results[i], &reqs[i]);
+            // blocking_last: the last call blocking, which first completes the ones in flight.
+            const bool blocking = blocking_last && i == n - 1;
+            const gpurdma_status_t st = blocking
+                                            ? gpurdma_collective(comm, &cases[i].args)
+                                            : gpurdma_icollective(comm, &cases[i].args, on_done, &results[i], &reqs[i]);
+            if (blocking) results[i] = {st, 1};
             if (st != GPURDMA_OK)
                 problem = std::string("start: ") + gpurdma_status_name(st) + ": " + gpurdma_comm_last_error(comm);
+            else started[i] = 1;
         }
-        if (problem.empty()) {
+        if (problem.empty() && !blocking_last) {
             for (unsigned spin = 0;; ++spin) {
                 if (spin % 2) gpurdma_context_progress(ctx_);
                 else if (gpurdma_request_test(reqs[n - 1])) break;
@@ -670,7 +678,7 @@ struct Rank {
             }
         }
         for (size_t i = 0; i < n; ++i) {
-            if (reqs[i] && problem.empty()) {
+            if (started[i] && problem.empty()) {
                 if (results[i].second != 1)
                     problem = std::string(gpurdma_coll_name(colls[i])) + ": completion callback ran " +
                               std::to_string(results[i].second) + " times (the last call has completed)";
@@ -693,8 +701,8 @@ struct Rank {
         ++checks;
         if (!problem.empty()) {
             ++failures;
-            say("FAIL rank %d: %zu nonblocking calls in flight together, %zu elements: %s\n", rank, n, count,
-                problem.c_str());
+            say("FAIL rank %d: %zu calls in flight together (%s), %zu elements: %s\n", rank, n,
+                blocking_last ? "the last one blocking" : "nonblocking", count, problem.c_str());
         }
         barrier();
     }
@@ -745,7 +753,8 @@ struct Rank {
                     }
                 }
         }
-        for (size_t count : {size_t(3), size_t(1031), opt.max_bytes / 8 + 3}) coll_batch(count, ++seed);
+        for (size_t count : {size_t(3), size_t(1031), opt.max_bytes / 8 + 3})
+            for (bool blocking_last : {false, true}) coll_batch(count, ++seed, blocking_last);
         gpurdma_comm_stats_t stats;
         gpurdma_comm_get_stats(comm, &stats);
         const uint64_t got[GPURDMA_COLL_COUNT] = {stats.calls, stats.reduce_scatter_calls, stats.allgather_calls,
