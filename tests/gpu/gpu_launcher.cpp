@@ -29,6 +29,19 @@
 //   [--expect-staged]: fail unless every device-buffer call staged through host memory.
 //   [--rail-reduce auto|host|device]: coll_gpurdma_rail_reduce (across nodes: where the
 //     rail stage reduces arrivals).
+//   [--colls]: instead of the allreduce checks, reduce_scatter (one block per rank, and
+//     uneven counts with zeros), allgather, bcast and reduce (every root) through
+//     gpurdma_collective, gpurdma_icollective (driven by gpurdma_context_progress and
+//     gpurdma_request_test) and gpurdma_collective_init (started twice, new data each
+//     time), in place and not, at 1, 7, 1031 and --max-bytes/8+3 elements, against a
+//     reference computed here; a non-root reduce's receive buffer must stay untouched,
+//     and the communicator's per-collective counters must count every call; then
+//     batches of nonblocking calls of every collective in flight together (driven by
+//     tests, or completed by a blocking call started after them).
+//     --host-ranks/--alternate as above; [--split-buffers]: a device-buffer rank also
+//     passes its send buffer on the GPU and receive buffer in host memory, and the reverse.
+//     [--interleave]: an allreduce (checked as above) after every check, so that the
+//     allreduce's device path and its buffer-kind agreement run between staged calls.
 //
 // host: host buffers (runs anywhere). device: cuMemAlloc'd buffers on GPU 0 shared by
 // all ranks, the CUDA driver loaded at run time like the component does. It checks
@@ -86,6 +99,9 @@ struct Options {
     bool hold_check = false;  // only the nonblocking and persistent calls of max_bytes
     double max_call_ms = 0;  // >0: the longest start or test allowed
     bool expect_staged = false;  // no device-buffer call may take the device path
+    bool colls = false;  // the other collectives' checks instead of the allreduce ones
+    bool split_buffers = false;  // --colls: send and receive buffers also on different sides
+    bool interleave = false;  // --colls: an allreduce after every check
 };
 
 // ---- one rank
@@ -332,6 +348,439 @@ struct Rank {
         return bw;
     }
 
+    // ---- --colls: reduce_scatter, allgather, bcast and reduce (gpurdma_collective and
+    // its nonblocking and persistent forms) against a reference computed here.
+
+    gpurdma_context_t *ctx_ = nullptr;
+    uint64_t want_calls[GPURDMA_COLL_COUNT] = {};  // calls of each collective that completed OK
+
+    // One buffer of this rank's call: in host memory or (cuMemAlloc'd) on the GPU.
+    struct Buffer {
+        bool device = false;
+        size_t bytes = 0;
+        std::vector<char> host;
+        CUdeviceptr dptr = 0;
+        void *ptr() { return device ? reinterpret_cast<void *>(dptr) : host.data(); }
+    };
+    bool make(Buffer *b, size_t bytes, bool device)
+    {
+        b->device = device;
+        b->bytes = bytes;
+        if (!device) {
+            b->host.assign(std::max<size_t>(bytes, 1), 0);
+            return true;
+        }
+        return CudaDriver::instance().api().mem_alloc(&b->dptr, std::max<size_t>(bytes, 1)) == 0;
+    }
+    void release(Buffer *b)
+    {
+        if (b->device && b->dptr) CudaDriver::instance().api().mem_free(b->dptr);
+        b->dptr = 0;
+    }
+    void put(Buffer *b, const std::vector<char> &data)
+    {
+        if (!b->device) std::memcpy(b->host.data(), data.data(), data.size());
+        else if (!data.empty())
+            CudaDriver::instance().api().memcpy_sync(b->dptr, reinterpret_cast<CUdeviceptr>(data.data()), data.size());
+    }
+    std::vector<char> get(Buffer *b)
+    {
+        std::vector<char> out(b->bytes);
+        if (!b->device) std::memcpy(out.data(), b->host.data(), b->bytes);
+        else if (b->bytes)
+            CudaDriver::instance().api().memcpy_sync(reinterpret_cast<CUdeviceptr>(out.data()), b->dptr, b->bytes);
+        return out;
+    }
+
+    // Where this rank's buffers are in this check: 0 both on the GPU (device mode),
+    // 1 the send buffer on the GPU and the receive buffer in host memory, 2 the reverse;
+    // --split-buffers cycles through them, --host-ranks (uses_device) puts both on the host.
+    int placement() const
+    {
+        if (!uses_device()) return -1;
+        return opt.split_buffers ? checks % 3 : 0;
+    }
+
+    // One collective check: the inputs of round k (a persistent call's second start
+    // gets new data) set by prepare, the result checked by verify.
+    struct CollCase {
+        gpurdma_coll_args_t args{};
+        std::vector<size_t> counts;
+        bool in_place = false;
+        size_t send_bytes = 0, recv_bytes = 0;
+        std::string what;
+    };
+
+    // The inputs of round `seed` for rank r: send data (or, in place, the receive
+    // buffer's starting content) and the expected receive buffer afterwards.
+    void coll_data(const CollCase &c, int r, uint64_t seed, std::vector<char> *send, std::vector<char> *recv,
+                   std::vector<char> *want, size_t *checked)
+    {
+        const gpurdma_dtype_t d = c.args.dtype;
+        const size_t es = gpurdma_dtype_size(d);
+        const int sentinel = 0x5a;
+        send->assign(c.send_bytes, 0);
+        recv->assign(c.recv_bytes, char(sentinel));
+        *want = *recv;
+        *checked = c.recv_bytes;
+        switch (c.args.coll) {
+            case GPURDMA_COLL_REDUCE_SCATTER: {
+                size_t total = 0, offset = 0;
+                for (int q = 0; q < size; ++q) {
+                    if (q == r) offset = total;
+                    total += c.counts[size_t(q)];
+                }
+                std::vector<char> sum(total * es), tmp(total * es);
+                fill(d, 0, seed, sum.data(), total);
+                for (int q = 1; q < size; ++q) {
+                    fill(d, q, seed, tmp.data(), total);
+                    gpurdma_reduce_local(c.args.op, d, sum.data(), sum.data(), tmp.data(), total);
+                }
+                std::vector<char> mine(total * es);
+                fill(d, r, seed, mine.data(), total);
+                if (c.in_place) *recv = mine;
+                else *send = mine;
+                *want = *recv;
+                const size_t n = c.counts[size_t(r)] * es;
+                std::memcpy(want->data(), sum.data() + offset * es, n);
+                *checked = n;  // in place, the rest of the buffer is the call's
+                break;
+            }
+            case GPURDMA_COLL_ALLGATHER: {
+                const size_t n = c.args.count * es;
+                for (int q = 0; q < size; ++q) fill(d, q, seed, want->data() + size_t(q) * n, c.args.count);
+                if (c.in_place) std::memcpy(recv->data() + size_t(r) * n, want->data() + size_t(r) * n, n);
+                else std::memcpy(send->data(), want->data() + size_t(r) * n, n);
+                break;
+            }
+            case GPURDMA_COLL_BCAST: {
+                fill(d, c.args.root, seed, want->data(), c.args.count);
+                if (r == c.args.root) *recv = *want;
+                if (!c.in_place) fill(d, r + 100, seed, send->data(), c.send_bytes / es);  // ignored
+                break;
+            }
+            case GPURDMA_COLL_REDUCE: {
+                std::vector<char> mine(c.args.count * es);
+                fill(d, r, seed, mine.data(), c.args.count);
+                if (c.in_place && r == c.args.root) *recv = mine;
+                else *send = mine;
+                if (r == c.args.root) {
+                    std::vector<char> tmp(mine.size());
+                    fill(d, 0, seed, want->data(), c.args.count);
+                    for (int q = 1; q < size; ++q) {
+                        fill(d, q, seed, tmp.data(), c.args.count);
+                        gpurdma_reduce_local(c.args.op, d, want->data(), want->data(), tmp.data(), c.args.count);
+                    }
+                }  // elsewhere the receive buffer must stay as it was
+                break;
+            }
+            default: break;
+        }
+    }
+
+    enum class CollKind { Blocking, Nonblocking, Persistent };
+
+    // Drives a started request with gpurdma_context_progress and gpurdma_request_test.
+    static void on_done(void *arg, gpurdma_status_t st)
+    {
+        auto *res = static_cast<std::pair<gpurdma_status_t, int> *>(arg);
+        res->first = st;
+        ++res->second;
+    }
+
+    // This rank's buffer sizes for the call.
+    void size_buffers(CollCase *cp)
+    {
+        CollCase &c = *cp;
+        const gpurdma_dtype_t d = c.args.dtype;
+        const size_t es = gpurdma_dtype_size(d);
+        const gpurdma_coll_t coll = c.args.coll;
+        size_t total = 0;
+        for (size_t n : c.counts) total += n;
+        const bool root = rank == c.args.root;
+        switch (coll) {
+            case GPURDMA_COLL_REDUCE_SCATTER:
+                c.send_bytes = c.in_place ? 0 : total * es;
+                c.recv_bytes = (c.in_place ? total : c.counts[size_t(rank)]) * es;
+                break;
+            case GPURDMA_COLL_ALLGATHER:
+                c.send_bytes = c.in_place ? 0 : c.args.count * es;
+                c.recv_bytes = c.args.count * es * size_t(size);
+                break;
+            case GPURDMA_COLL_BCAST:
+                c.send_bytes = c.in_place ? 0 : c.args.count * es;
+                c.recv_bytes = c.args.count * es;
+                break;
+            default:  // reduce: in place, the non-roots pass no receive buffer (NULL); not in place, one
+                // that must stay untouched
+                c.send_bytes = c.in_place && root ? 0 : c.args.count * es;
+                c.recv_bytes = c.in_place && !root ? 0 : c.args.count * es;
+                break;
+        }
+    }
+
+    void coll_check(CollCase c, CollKind kind, uint64_t seed)
+    {
+        const gpurdma_dtype_t d = c.args.dtype;
+        const size_t es = gpurdma_dtype_size(d);
+        const gpurdma_coll_t coll = c.args.coll;
+        const bool root = rank == c.args.root;
+        size_buffers(&c);
+        // The counts the call gets: a copy, scribbled over once the call has started (the
+        // call copies them); the reference uses c.counts.
+        std::vector<size_t> api_counts = c.counts;
+        if (coll == GPURDMA_COLL_REDUCE_SCATTER && !c.counts.empty() && c.args.counts)
+            c.args.counts = api_counts.data();
+        auto scribble = [&] { std::fill(api_counts.begin(), api_counts.end(), size_t(1) << 40); };
+        const int where = placement();
+        Buffer sb, rb;
+        std::string problem;
+        if (!make(&sb, c.send_bytes, where == 0 || where == 1) || !make(&rb, c.recv_bytes, where == 0 || where == 2))
+            problem = "cuMemAlloc failed";
+        c.args.sendbuf = c.send_bytes || (coll == GPURDMA_COLL_BCAST && !c.in_place) ? sb.ptr() : nullptr;
+        c.args.recvbuf = c.recv_bytes ? rb.ptr() : nullptr;
+        const char *kinds[] = {"blocking", "nonblocking", "persistent"};
+        const bool rooted = coll == GPURDMA_COLL_BCAST || coll == GPURDMA_COLL_REDUCE;
+        const bool reduces = coll == GPURDMA_COLL_REDUCE_SCATTER || coll == GPURDMA_COLL_REDUCE;
+        char label[256];
+        std::snprintf(label, sizeof label, "%s %s %s x %zu%s%s%s%s%s, send %s, recv %s", kinds[int(kind)],
+                      gpurdma_coll_name(coll), gpurdma_dtype_name(d), c.args.count, c.what.c_str(),
+                      c.in_place ? " in place" : "", rooted ? (" root " + std::to_string(c.args.root)).c_str() : "",
+                      reduces ? " " : "", reduces ? gpurdma_op_name(c.args.op) : "",
+                      c.args.sendbuf ? (sb.device ? "GPU" : "host") : "none",
+                      c.args.recvbuf ? (rb.device ? "GPU" : "host") : "none");
+        std::pair<gpurdma_status_t, int> result{GPURDMA_ERR_NO_RESOURCE, 0};
+        gpurdma_request_t *req = nullptr;
+        const int rounds = kind == CollKind::Persistent ? 2 : 1;
+        if (problem.empty() && kind == CollKind::Persistent) {
+            const gpurdma_status_t st = gpurdma_collective_init(comm, &c.args, on_done, &result, &req);
+            scribble();
+            if (st != GPURDMA_OK)
+                problem = std::string("init: ") + gpurdma_status_name(st) + ": " + gpurdma_comm_last_error(comm);
+        }
+        for (int round = 0; round < rounds && problem.empty(); ++round) {
+            std::vector<char> send, recv, want;
+            size_t checked = 0;
+            coll_data(c, rank, seed + uint64_t(round) * 7777, &send, &recv, &want, &checked);
+            put(&sb, send);
+            put(&rb, recv);
+            gpurdma_status_t st = GPURDMA_OK;
+            if (kind == CollKind::Blocking) {
+                st = gpurdma_collective(comm, &c.args);
+            } else {
+                const int before = result.second;
+                st = kind == CollKind::Nonblocking ? gpurdma_icollective(comm, &c.args, on_done, &result, &req)
+                                                   : gpurdma_request_start(req);
+                scribble();
+                if (st == GPURDMA_OK) {
+                    for (unsigned spin = 0;; ++spin) {
+                        if (spin % 2) gpurdma_context_progress(ctx_);
+                        else if (gpurdma_request_test(req)) break;
+                        sched_yield();
+                    }
+                    st = result.first;
+                    if (result.second != before + 1)
+                        problem = "completion callback ran " + std::to_string(result.second - before) + " times";
+                }
+            }
+            if (st != GPURDMA_OK) {
+                problem = std::string(gpurdma_status_name(st)) + ": " + gpurdma_comm_last_error(comm);
+                break;
+            }
+            ++want_calls[coll];
+            const std::vector<char> got = get(&rb);
+            for (size_t i = 0; i < c.recv_bytes && problem.empty(); i += es) {
+                const bool result_part = i < checked;
+                if (result_part ? !same(d, got.data() + i, want.data() + i, es)
+                                : std::memcmp(got.data() + i, want.data() + i, std::min(es, c.recv_bytes - i)) != 0)
+                    problem = (result_part ? "element " : "untouched element ") + std::to_string(i / es) +
+                              (result_part ? " differs from the reference" : " was written") + " (round " +
+                              std::to_string(round) + ")";
+            }
+            if (coll == GPURDMA_COLL_REDUCE && !root && problem.empty() && got != recv)
+                problem = "the non-root receive buffer was written";
+        }
+        if (req) gpurdma_request_free(req);
+        release(&sb);
+        release(&rb);
+        ++checks;
+        if (!problem.empty()) {
+            ++failures;
+            say("FAIL rank %d: %s: %s\n", rank, label, problem.c_str());
+        } else if (opt.verbose >= 1 && rank == 0) {
+            say("  ok: %s\n", label);
+        }
+        // Every rank ends this check before any begins the next (a failed one leaves no call behind).
+        barrier();
+        if (opt.interleave) {  // an allreduce between them (on the device path where it takes it)
+            check(GPURDMA_SUM, GPURDMA_FLOAT, c.args.count, false, seed, Kind::Blocking);
+            ++allreduces;
+        }
+    }
+    uint64_t allreduces = 0;  // --interleave: the allreduces made between the checks
+
+    // Nonblocking calls of every collective in flight together (the communicator runs
+    // them one after the other, each staging in and out through the same host memory),
+    // driven by gpurdma_request_test on the last one and gpurdma_context_progress.
+    void coll_batch(size_t count, uint64_t seed, bool blocking_last)
+    {
+        const gpurdma_coll_t colls[] = {GPURDMA_COLL_BCAST,  GPURDMA_COLL_REDUCE_SCATTER, GPURDMA_COLL_ALLGATHER,
+                                        GPURDMA_COLL_REDUCE, GPURDMA_COLL_REDUCE_SCATTER, GPURDMA_COLL_BCAST};
+        const size_t n = sizeof colls / sizeof colls[0];
+        std::vector<CollCase> cases(n);
+        std::vector<Buffer> sbs(n), rbs(n);
+        std::vector<std::vector<char>> recvs(n), wants(n);
+        std::vector<size_t> checked(n);
+        std::vector<std::pair<gpurdma_status_t, int>> results(n, {GPURDMA_ERR_NO_RESOURCE, 0});
+        std::vector<gpurdma_request_t *> reqs(n, nullptr);
+        std::string problem;
+        const int where = placement();
+        for (size_t i = 0; i < n; ++i) {
+            CollCase &c = cases[i];
+            c.args.coll = colls[i];
+            c.args.dtype = i % 2 ? GPURDMA_INT32 : GPURDMA_FLOAT;
+            c.args.op = GPURDMA_SUM;
+            c.args.count = count + i;
+            c.args.root = int(i) % size;
+            c.in_place = i % 3 == 1;
+            if (c.args.coll == GPURDMA_COLL_REDUCE_SCATTER) {
+                for (int r = 0; r < size; ++r) c.counts.push_back(r == 0 ? 0 : c.args.count + size_t(r));
+                c.args.counts = c.counts.data();
+            }
+            size_buffers(&c);
+            if (!make(&sbs[i], c.send_bytes, where == 0 || where == 1) ||
+                !make(&rbs[i], c.recv_bytes, where == 0 || where == 2))
+                problem = "cuMemAlloc failed";
+            c.args.sendbuf = c.send_bytes ? sbs[i].ptr() : nullptr;
+            c.args.recvbuf = c.recv_bytes ? rbs[i].ptr() : nullptr;
+            std::vector<char> send;
+            coll_data(c, rank, seed + i, &send, &recvs[i], &wants[i], &checked[i]);
+            put(&sbs[i], send);
+            put(&rbs[i], recvs[i]);
+        }
+        std::vector<char> started(n, 0);
+        for (size_t i = 0; i < n && problem.empty(); ++i) {
+            // blocking_last: the last call blocking, which first completes the ones in flight.
+            const bool blocking = blocking_last && i == n - 1;
+            const gpurdma_status_t st = blocking
+                                            ? gpurdma_collective(comm, &cases[i].args)
+                                            : gpurdma_icollective(comm, &cases[i].args, on_done, &results[i], &reqs[i]);
+            if (blocking) results[i] = {st, 1};
+            if (st != GPURDMA_OK)
+                problem = std::string("start: ") + gpurdma_status_name(st) + ": " + gpurdma_comm_last_error(comm);
+            else started[i] = 1;
+        }
+        if (problem.empty() && !blocking_last) {
+            for (unsigned spin = 0;; ++spin) {
+                if (spin % 2) gpurdma_context_progress(ctx_);
+                else if (gpurdma_request_test(reqs[n - 1])) break;
+                sched_yield();
+            }
+        }
+        for (size_t i = 0; i < n; ++i) {
+            if (started[i] && problem.empty()) {
+                if (results[i].second != 1)
+                    problem = std::string(gpurdma_coll_name(colls[i])) + ": completion callback ran " +
+                              std::to_string(results[i].second) + " times (the last call has completed)";
+                else if (results[i].first != GPURDMA_OK)
+                    problem = std::string(gpurdma_coll_name(colls[i])) + ": " + gpurdma_status_name(results[i].first) +
+                              ": " + gpurdma_comm_last_error(comm);
+                else ++want_calls[colls[i]];
+            }
+            if (reqs[i]) gpurdma_request_free(reqs[i]);
+            const std::vector<char> got = get(&rbs[i]);
+            const size_t es = gpurdma_dtype_size(cases[i].args.dtype);
+            for (size_t b = 0; b < got.size() && problem.empty(); b += es)
+                if (b < checked[i] ? !same(cases[i].args.dtype, got.data() + b, wants[i].data() + b, es)
+                                   : std::memcmp(got.data() + b, wants[i].data() + b, es) != 0)
+                    problem = std::string(gpurdma_coll_name(colls[i])) + ": element " + std::to_string(b / es) +
+                              " differs from the reference";
+            release(&sbs[i]);
+            release(&rbs[i]);
+        }
+        ++checks;
+        if (!problem.empty()) {
+            ++failures;
+            say("FAIL rank %d: %zu calls in flight together (%s), %zu elements: %s\n", rank, n,
+                blocking_last ? "the last one blocking" : "nonblocking", count, problem.c_str());
+        }
+        barrier();
+    }
+
+    int coll_checks()
+    {
+        uint64_t seed = 1000;
+        const CollKind kinds[] = {CollKind::Blocking, CollKind::Nonblocking, CollKind::Persistent};
+        struct Type {
+            gpurdma_dtype_t d;
+            gpurdma_op_t op;
+        };
+        const Type types[] = {
+            {GPURDMA_INT32, GPURDMA_SUM}, {GPURDMA_FLOAT, GPURDMA_SUM}, {GPURDMA_INT64, GPURDMA_BXOR}};
+        const size_t counts[] = {1, 7, 1031, opt.max_bytes / 8 + 3};
+        for (size_t ci = 0; ci < sizeof counts / sizeof counts[0]; ++ci) {
+            const size_t count = counts[ci];
+            const Type t = types[ci % 3];
+            for (int k = 0; k < 3; ++k)
+                for (bool in_place : {false, true}) {
+                    CollCase c;
+                    c.args.dtype = t.d;
+                    c.args.op = t.op;
+                    c.args.count = count;
+                    c.in_place = in_place;
+                    // reduce_scatter, one block per rank
+                    c.args.coll = GPURDMA_COLL_REDUCE_SCATTER;
+                    c.counts.assign(size_t(size), count);
+                    c.what = " (block)";
+                    coll_check(c, kinds[k], ++seed);
+                    // ... uneven counts, zeros among them (rank 1 and every third rank get nothing)
+                    for (int r = 0; r < size; ++r)
+                        c.counts[size_t(r)] = r == 1 || r % 3 == 2 ? 0 : count + size_t(r) * 3 + 1;
+                    c.args.counts = c.counts.data();
+                    c.what = " (uneven)";
+                    coll_check(c, kinds[k], ++seed);
+                    c.args.counts = nullptr;
+                    c.counts.clear();
+                    c.what.clear();
+                    c.args.coll = GPURDMA_COLL_ALLGATHER;
+                    coll_check(c, kinds[k], ++seed);
+                    for (int root = 0; root < size; ++root) {
+                        c.args.root = root;
+                        c.args.coll = GPURDMA_COLL_BCAST;
+                        coll_check(c, kinds[k], ++seed);
+                        c.args.coll = GPURDMA_COLL_REDUCE;
+                        coll_check(c, kinds[k], ++seed);
+                    }
+                }
+        }
+        for (size_t count : {size_t(3), size_t(1031), opt.max_bytes / 8 + 3})
+            for (bool blocking_last : {false, true}) coll_batch(count, ++seed, blocking_last);
+        gpurdma_comm_stats_t stats;
+        gpurdma_comm_get_stats(comm, &stats);
+        const uint64_t got[GPURDMA_COLL_COUNT] = {stats.calls, stats.reduce_scatter_calls, stats.allgather_calls,
+                                                  stats.bcast_calls, stats.reduce_calls};
+        for (int k = GPURDMA_COLL_REDUCE_SCATTER; k < GPURDMA_COLL_COUNT; ++k)
+            if (got[k] != want_calls[k]) {
+                ++failures;
+                say("FAIL rank %d: the communicator counted %llu %s calls, %llu completed\n", rank,
+                    static_cast<unsigned long long>(got[k]), gpurdma_coll_name(gpurdma_coll_t(k)),
+                    static_cast<unsigned long long>(want_calls[k]));
+            }
+        if (stats.calls != allreduces || (!opt.interleave && stats.device_calls != 0)) {
+            ++failures;
+            say("FAIL rank %d: %llu allreduce calls (%llu made) and %llu device-path calls counted\n", rank,
+                static_cast<unsigned long long>(stats.calls), static_cast<unsigned long long>(allreduces),
+                static_cast<unsigned long long>(stats.device_calls));
+        }
+        say("rank %d: %d collective checks, %d failures; completed reduce_scatter %llu, allgather %llu, bcast %llu, "
+            "reduce %llu; allreduce %llu (%llu on the device path)\n",
+            rank, checks, failures, static_cast<unsigned long long>(stats.reduce_scatter_calls),
+            static_cast<unsigned long long>(stats.allgather_calls), static_cast<unsigned long long>(stats.bcast_calls),
+            static_cast<unsigned long long>(stats.reduce_calls), static_cast<unsigned long long>(stats.calls),
+            static_cast<unsigned long long>(stats.device_calls));
+        return failures ? 1 : 0;
+    }
+
     int run()
     {
         gpurdma::gpu::CUcontext cu_ctx = nullptr;
@@ -373,6 +822,8 @@ struct Rank {
             say("FAIL rank %d: cannot create the gpurdma context/communicator\n", rank);
             return 1;
         }
+        ctx_ = ctx;
+        if (opt.colls) return finish(coll_checks(), ctx, dev);
         if (opt.stop_rank >= 0) return finish(stop_check(), ctx, dev);
         if (opt.hold_check) {
             check(GPURDMA_SUM, GPURDMA_FLOAT, 1, false, 1, Kind::Blocking);  // the set-ups, not timed
@@ -582,6 +1033,12 @@ bool parse(int argc, char **argv, Options *o)
             o->max_call_ms = std::atof(next());
         } else if (a == "--expect-staged") {
             o->expect_staged = true;
+        } else if (a == "--colls") {
+            o->colls = true;
+        } else if (a == "--split-buffers") {
+            o->split_buffers = true;
+        } else if (a == "--interleave") {
+            o->interleave = true;
         } else if (a == "--limit") {
             o->limit_s = std::atof(next());
         } else {
@@ -633,7 +1090,7 @@ int main(int argc, char **argv)
                      "[--chunk-size N] [--stage-max N] [--bench-min N] [--timeout S] [--stop-rank R] [--host-ranks "
                      "a,b] [--alternate] [--expect-errors] "
                      "[--kind nonblocking|persistent|mixed] [--hold-check] [--max-call-ms M] [--expect-staged] "
-                     "[--rail-reduce auto|host|device]\n",
+                     "[--rail-reduce auto|host|device] [--colls [--split-buffers] [--interleave]]\n",
                      argv[0]);
         return 2;
     }

@@ -26,6 +26,8 @@ timeout -k 10 300 "$build/tests/gpu/fake_cuda_check" "$fake/libcuda.so.1" || { e
 
 echo "== gpu launcher, host buffers (np 2 and 4)"
 "$launcher" --mode host --np 2,4 --max-bytes 262144 --limit 120 || { echo "FAIL: host mode"; exit 1; }
+"$launcher" --mode host --colls --np 2,3,4 --max-bytes 65536 --limit 120 ||
+    { echo "FAIL: host mode, the other collectives"; exit 1; }
 
 if probe=$("$launcher" --mode probe); then
     echo "== the kernels against the host reduction on GPU 0 ($probe)"
@@ -54,5 +56,33 @@ else
         GPURDMA_FAKE_CUDA_COPY_GBPS=1 GPURDMA_FAKE_CUDA_KERNEL_GBPS=1 \
         "$launcher" --mode device --np 4 --max-bytes 262144 --expect-device --stage-max 0 --limit 120 ||
         { echo "FAIL: device protocol (stand-in driver, slow copies and kernels)"; exit 1; }
+fi
+# The other collectives (reduce_scatter block and uneven with zeros, allgather, bcast and
+# reduce at every root; blocking, nonblocking and persistent; in place and not) on GPU
+# buffers, which stage through page-locked host memory: one node at np 2, 3 and 4, ranks
+# of one node mixing host and GPU buffers (and send and receive buffers on different
+# sides), an allreduce on the device path after every call, logical nodes (2x2; 2+1
+# with the one-rank node on host buffers), and (stand-in) slow copies.
+colls_env=()
+stand_in=0
+if ! "$launcher" --mode probe >/dev/null; then
+    stand_in=1
+    colls_env=(LD_LIBRARY_PATH=$fake${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} GPURDMA_FAKE_CUDA_LEAKS=1)
+fi
+colls() {
+    local what=$1
+    shift
+    echo "== the other collectives on device buffers: $what"
+    env "${colls_env[@]}" "$launcher" --mode device --colls --max-bytes 65536 --limit 120 "$@" ||
+        { echo "FAIL: the other collectives on device buffers: $what"; exit 1; }
+}
+colls "one node" --np 2,3,4
+colls "one node, ranks 1 and 2 on host buffers, split buffers" --np 4 --host-ranks 1,2 --split-buffers
+colls "one node, an allreduce on the device path after every call" --np 4 --interleave --stage-max 0
+colls "logical nodes 2x2, an allreduce after every call" --np 4 --logical-nodes 2 --interleave --stage-max 0
+colls "logical nodes 2+1, the one-rank node on host buffers" --np 3 --logical-nodes 2,1 --host-ranks 2
+if [ $stand_in = 1 ]; then
+    colls_env+=(GPURDMA_FAKE_CUDA_COPY_GBPS=0.2)
+    colls "logical nodes 2x2, split buffers, copies at 0.2 GB/s" --np 4 --logical-nodes 2 --split-buffers
 fi
 echo "PASS"
