@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds gpurdma with ASan + UBSan (in build-asan/), runs the unit tests in that build,
-# then MPI jobs with it: the osu-compat benchmark with validation, the correctness
+# then MPI jobs with it: the osu-compat benchmarks with validation, the correctness
 # check (one node, and 2x2 logical nodes over UCX), the dup/free lifecycle, the
 # fallbacks, a stuck peer (the timeout error path), a short load run, nonblocking and
 # persistent requests, threads (with and without the progress thread), and GPU buffers
@@ -83,6 +83,9 @@ check() {
     echo "PASS $name (no sanitizer error; $leaks leak records, none through gpurdma)"
 }
 check "osu_allreduce -c" "$build/osu-compat/osu_allreduce" -m 8:4194304 -i 10 -x 2 -c
+for b in osu_reduce_scatter osu_allgather osu_bcast osu_reduce; do
+    check "$b -c" "$build/osu-compat/$b" -m 8:4194304 -i 10 -x 2 -c
+done
 check "allreduce_check" "$build/tests/mpi/allreduce_check" --quick
 check "lifecycle_check" "$build/tests/mpi/lifecycle_check" 100
 check "allreduce_check 2x2 logical nodes" --mca coll_gpurdma_logical_nodes 2 "$build/tests/mpi/allreduce_check" --quick

@@ -1,11 +1,16 @@
 #!/usr/bin/python3
-"""Allreduce benchmark: osu-compat (and the real osu_allreduce if on PATH) with
-gpurdma beside Open MPI's default (tuned) and han, in one run.
+"""Collective benchmark: osu-compat (and the real OSU benchmark if on PATH or given by
+--osu-binary) with gpurdma beside Open MPI's default (tuned) and han, in one run.
+MPI_Allreduce by default; --coll picks reduce_scatter, allgather, bcast or reduce
+(osu-compat's osu_<coll>, OSU 7.4's method and output), a comma-separated list, or all
+five ("all"), each with its own tables, CSV and plots.
 
 Prints a latency table with ratios, writes a CSV and, when matplotlib is present,
 a PNG (latency and bus bandwidth against size).
 
   contrib/bench.py --np 2,4 --max 64M --out results/
+  contrib/bench.py --np 2,4 --coll all --repeat 3   # allreduce, reduce_scatter, allgather, bcast, reduce
+  contrib/bench.py --np 4 --coll bcast,reduce --osu-binary /path/to/omb/c/mpi/collective/blocking
   contrib/bench.py --np 2,4 --cluster 2x2      # also 2 hosts x 2 ranks on the namespace cluster (root)
   contrib/bench.py --repeat 3                  # each sweep 3 times, configs interleaved; medians
   contrib/bench.py --np 2 --scenarios default,busy,bind-none --osu-defaults
@@ -38,6 +43,15 @@ at every size), 8 B - 16 MiB unless --max/--nb-iters say otherwise. Writes
 iallreduce.csv, iallreduce-commands.txt and one iallreduce-*.png per run (overlap %, pure
 time).
 
+Message sizes are OSU's: the whole vector for allreduce, reduce_scatter (divided among the
+ranks), bcast and reduce; what each rank contributes for allgather (its receive buffer
+holds size x ranks). Bus bandwidth follows NCCL's convention: size x 2(n-1)/n (allreduce),
+(n-1)/n (reduce_scatter), n-1 (allgather), 1 (bcast, reduce), over the latency. The
+files of allreduce keep their names (allreduce.csv, commands.txt); the others' are
+COLL.csv and COLL-commands.txt; with more than one collective, collectives.csv holds
+them all. gpurdma's ratios for a collective it does not implement measure what it
+hands the call to (the previous module).
+
 --ab A[,B] is the latency A/B (contrib/latency_ab.py): two builds of gpurdma (build
 directories, or git commits built once into OUT/ab-builds/) and tuned in interleaved
 launches, each size's median over --repeat launches (default 5), 8 B - 4 KiB with
@@ -57,6 +71,24 @@ import sys
 
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUILD = os.environ.get("GPURDMA_BUILD", os.path.join(TOP, "build"))
+
+# The blocking collectives --coll chooses between (osu-compat's osu_<name>, OSU's too).
+COLLS = ("allreduce", "reduce_scatter", "allgather", "bcast", "reduce")
+
+
+def busbw_factor(coll, np_):
+    """Bytes on the bus per byte of OSU's message size (NCCL's convention)."""
+    return {"allreduce": 2 * (np_ - 1) / np_, "reduce_scatter": (np_ - 1) / np_, "allgather": np_ - 1.0,
+            "bcast": 1.0, "reduce": 1.0}[coll]
+
+
+def busbw(coll, size, np_, lat_us):
+    return size * busbw_factor(coll, np_) / (lat_us * 1e-6) / 1e9 if lat_us > 0 else 0.0
+
+
+def mpi_name(coll):
+    return "MPI_" + coll.capitalize()
+
 
 CONFIGS = {
     # name: extra mpirun arguments
@@ -137,7 +169,8 @@ def launcher(np_, cluster, scenario):
 
 
 def mpich_command(np_, config):
-    """The launch of an MPICH config: (command prefix, environment, the benchmark binary)."""
+    """The launch of an MPICH config: (command prefix, environment, the benchmark binary:
+    osu-compat's osu_allreduce built against MPICH)."""
     env = dict(os.environ)
     if MPICH_CONFIGS[config]:
         env["LD_PRELOAD"] = os.path.join(BUILD, ".libs", "libgpurdma_pmpi.so")
@@ -215,8 +248,23 @@ def main():
     ap.add_argument("--ab-iters", type=int, default=20000, help="with --ab: iterations per size (default 20000)")
     ap.add_argument("--ab-warmup", type=int, default=2000, help="with --ab: warm-up per size (default 2000)")
     ap.add_argument("--osu-binary", default="",
-                    help="with --ab: the osu_allreduce to run (default: one on PATH, else osu-compat's)")
+                    help="with --ab: the osu_allreduce to run (default: one on PATH, else osu-compat's); otherwise "
+                         "the real OSU benchmark run beside osu-compat's (default: osu_<coll> on PATH): a binary "
+                         "(one collective), or a directory holding osu_<coll> for each")
+    ap.add_argument("--coll", default="allreduce",
+                    help="the collective(s): " + ", ".join(COLLS) + ", a comma-separated list of them, or all "
+                         "(default allreduce)")
     args = ap.parse_args()
+    args.colls = list(COLLS) if args.coll == "all" else [c for c in args.coll.split(",") if c]
+    for coll in args.colls:
+        if coll not in COLLS:
+            ap.error(f"unknown collective {coll!r}: one of {', '.join(COLLS)} or all")
+    if not args.colls:
+        ap.error("--coll wants at least one collective")
+    if args.colls != ["allreduce"] and (args.ab or args.nonblocking):
+        ap.error("--ab and --nonblocking measure MPI_Allreduce/MPI_Iallreduce only (no --coll)")
+    if args.osu_binary and not args.ab and len(args.colls) > 1 and not os.path.isdir(args.osu_binary):
+        ap.error("with more than one collective, --osu-binary must be a directory holding osu_<coll>")
     if args.ab:
         if args.max is None:
             args.max = 4096
@@ -257,24 +305,53 @@ def main():
             import latency_ab  # pylint: disable=import-outside-toplevel
             latency_ab.run(args, runs)
         else:
-            (bench_nonblocking if args.nonblocking else bench_all)(args, runs)
+            if args.nonblocking:
+                bench_nonblocking(args, runs)
+            else:
+                results = []
+                for coll in args.colls:
+                    results += bench_all(args, runs, coll)
+                if len(args.colls) > 1:
+                    write_collectives_csv(args, results)
     finally:
         if cluster_hosts:
             subprocess.run([os.path.join(TOP, "contrib", "cluster.sh"), "down"], check=False)
 
 
-def bench_all(args, runs):
-    binaries = [("osu-compat", os.path.join(BUILD, "osu-compat", "osu_allreduce"))]
-    real = shutil.which("osu_allreduce")
+def real_osu(args, coll):
+    """The real OSU benchmark for coll: --osu-binary (a binary, or a directory holding
+    osu_<coll>), else osu_<coll> on PATH; None if there is none."""
+    name = f"osu_{coll}"
+    if args.osu_binary:
+        path = os.path.join(args.osu_binary, name) if os.path.isdir(args.osu_binary) else args.osu_binary
+        if not os.access(path, os.X_OK):
+            raise SystemExit(f"--osu-binary: {path} is not an executable")
+        return path
+    return shutil.which(name)
+
+
+def bench_all(args, runs, coll="allreduce"):
+    """One collective's sweeps: every config interleaved in rounds, each size's median.
+    Prints its tables, writes its CSV, commands and plots; returns its results, each
+    led by the collective's name."""
+    binaries = [("osu-compat", os.path.join(BUILD, "osu-compat", f"osu_{coll}"))]
+    real = real_osu(args, coll)
     if real:
         binaries.append(("osu", real))
     all_configs = args.configs.split(",")
+    if coll != "allreduce" and any(c in MPICH_CONFIGS for c in all_configs):
+        # osu-compat is built against MPICH for allreduce only, and libgpurdma_pmpi.so
+        # replaces MPI_Allreduce only.
+        print(f"# {coll}: the MPICH configs are allreduce only; skipped")
+        all_configs = [c for c in all_configs if c not in MPICH_CONFIGS]
+        if not all_configs:
+            return []
     os.makedirs(args.out, exist_ok=True)
     results = []  # (bench, label, np, config, size, median latency_us, min, max)
     commands = []
     memcpy = {}  # label -> (bytes, median GB/s), measured by osu-compat's rank 0 in the same run
     for bench, binary in binaries:
-        # The real osu_allreduce on PATH is Open MPI's: MPICH runs take osu-compat's MPICH build.
+        # The real OSU benchmark is Open MPI's: MPICH runs take osu-compat's MPICH build.
         configs = [c for c in all_configs if bench == "osu-compat" or c not in MPICH_CONFIGS]
         for label, np_, on_cluster, scenario in runs:
             samples = {c: {} for c in configs}  # config -> size -> [latency per round]
@@ -310,15 +387,14 @@ def bench_all(args, runs):
                 for size, lats in sorted(samples[config].items()):
                     results.append((bench, label, np_, config, size, statistics.median(lats), min(lats), max(lats)))
 
-    csv_path = os.path.join(args.out, "allreduce.csv")
+    csv_path = os.path.join(args.out, f"{coll}.csv")
     with open(csv_path, "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["benchmark", "run", "np", "config", "bytes", "latency_us", "busbw_GBps", "latency_min_us",
                     "latency_max_us", "rounds"])
         for bench, label, np_, config, size, lat, lo, hi in results:
-            busbw = size * 2 * (np_ - 1) / np_ / (lat * 1e-6) / 1e9 if lat > 0 else 0
-            w.writerow([bench, label, np_, config, size, f"{lat:.2f}", f"{busbw:.3f}", f"{lo:.2f}", f"{hi:.2f}",
-                        max(1, args.repeat)])
+            w.writerow([bench, label, np_, config, size, f"{lat:.2f}", f"{busbw(coll, size, np_, lat):.3f}",
+                        f"{lo:.2f}", f"{hi:.2f}", max(1, args.repeat)])
 
     configs = all_configs
     # Ratios against gpurdma under the same MPI: Open MPI's, else MPICH's.
@@ -328,8 +404,8 @@ def bench_all(args, runs):
         table.setdefault((bench, label, np_), {}).setdefault(size, {})[config] = lat
     for (bench, label, np_), sizes in table.items():
         rounds = f", median of {args.repeat} rounds" if args.repeat > 1 else ""
-        print(f"\n# {bench} allreduce, {args.type}, {label}: average latency (us){rounds}; ratio = other / {base}"
-              f" (>1: {base} faster)")
+        ratios = f"; ratio = other / {base} (>1: {base} faster)" if base else ""
+        print(f"\n# {bench} {coll}, {args.type}, {label}: average latency (us){rounds}{ratios}")
         shown = [c for c in configs if any(c in row for row in sizes.values())]
         width = {c: max(12, len(c) + 2) for c in shown}
         others = [c for c in shown if c != base]
@@ -348,13 +424,18 @@ def bench_all(args, runs):
             mbytes, gbps = memcpy[label]
             at = 16 << 20
             if at in sizes and sizes[at].get(base):
-                busbw = at * 2 * (np_ - 1) / np_ / (sizes[at][base] * 1e-6) / 1e9
-                print(f"# {base} bus bandwidth at 16 MiB: {busbw:.2f} GB/s; memcpy ({mbytes} bytes, rank 0, "
-                      f"same run{', median' if args.repeat > 1 else ''}): {gbps:.2f} GB/s; ratio {busbw / gbps:.2f}")
+                bw = busbw(coll, at, np_, sizes[at][base])
+                print(f"# {base} bus bandwidth at 16 MiB: {bw:.2f} GB/s; memcpy ({mbytes} bytes, rank 0, "
+                      f"same run{', median' if args.repeat > 1 else ''}): {gbps:.2f} GB/s; ratio {bw / gbps:.2f}")
     print(f"\nCSV: {csv_path}")
-    with open(os.path.join(args.out, "commands.txt"), "w") as f:
+    commands_name = "commands.txt" if coll == "allreduce" else f"{coll}-commands.txt"
+    with open(os.path.join(args.out, commands_name), "w") as f:
         f.write("\n".join(commands) + "\n")
+    plot_all(args, coll, configs, table)
+    return [(coll,) + r for r in results]
 
+
+def plot_all(args, coll, configs, table):
     try:
         import matplotlib
         matplotlib.use("Agg")
@@ -367,21 +448,35 @@ def bench_all(args, runs):
         for config in configs:
             xs = [s for s in sorted(sizes) if config in sizes[s]]
             lat = [sizes[s][config] for s in xs]
-            bw = [s * 2 * (np_ - 1) / np_ / (l * 1e-6) / 1e9 for s, l in zip(xs, lat)]
+            bw = [busbw(coll, s, np_, l) for s, l in zip(xs, lat)]
             a1.plot(xs, lat, marker="o", ms=3, label=config)
             a2.plot(xs, bw, marker="o", ms=3, label=config)
         for a, t in ((a1, "latency (us)"), (a2, "bus bandwidth (GB/s)")):
             a.set_xscale("log", base=2)
             a.set_yscale("log")
-            a.set_xlabel("message size (bytes)")
+            a.set_xlabel("message size (bytes)" + (" per rank" if coll == "allgather" else ""))
             a.set_ylabel(t)
             a.grid(True, which="both", alpha=0.3)
             a.legend()
-        fig.suptitle(f"MPI_Allreduce {args.type}, {label} ({bench})")
-        png = os.path.join(args.out, f"allreduce-{bench}-{label.replace('=', '').replace(' ', '-')}.png")
+        fig.suptitle(f"{mpi_name(coll)} {args.type}, {label} ({bench})")
+        png = os.path.join(args.out, f"{coll}-{bench}-{label.replace('=', '').replace(' ', '-')}.png")
         fig.tight_layout()
         fig.savefig(png, dpi=90)
+        plt.close(fig)
         print(f"plot: {png}")
+
+
+def write_collectives_csv(args, results):
+    """--coll with more than one collective: every collective's rows in one CSV."""
+    path = os.path.join(args.out, "collectives.csv")
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["collective", "benchmark", "run", "np", "config", "bytes", "latency_us", "busbw_GBps",
+                    "latency_min_us", "latency_max_us", "rounds"])
+        for coll, bench, label, np_, config, size, lat, lo, hi in results:
+            w.writerow([coll, bench, label, np_, config, size, f"{lat:.2f}", f"{busbw(coll, size, np_, lat):.3f}",
+                        f"{lo:.2f}", f"{hi:.2f}", max(1, args.repeat)])
+    print(f"\nCSV (all collectives): {path}")
 
 
 # --nonblocking: osu_iallreduce's columns (OSU's names, all there with -f) -> CSV fields.

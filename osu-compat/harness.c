@@ -1,5 +1,5 @@
 /*
- * osu-compat/harness.c: the parts of a run both benchmarks share (see harness.h).
+ * osu-compat/harness.c: the parts of a run the benchmarks share (see harness.h).
  */
 #include "harness.h"
 
@@ -53,14 +53,15 @@ static int osuc_parse_outcome(const struct osuc_bench *b, enum osuc_parse pr, in
     }
 }
 
-/* The size limits: -1 to go on, else the exit code. */
-static int osuc_check_sizes(struct osuc_opts *o, int rank)
+/* The size limits: -1 to go on, else the exit code. Allgather's receive buffer holds
+ * every rank's message, so its limit is the memory limit / ranks (as OMB's). */
+static int osuc_check_sizes(struct osuc_opts *o, const struct osuc_bench *b, int rank, int nprocs)
 {
-    size_t min_tsize = 1;
+    size_t min_tsize = 1, per = OSUC_COLL_ALLGATHER == b->coll ? (size_t)nprocs : 1;
     int t;
 
-    if (o->max_size > o->mem_limit) {
-        o->max_size = o->mem_limit;
+    if (o->max_size > o->mem_limit / per) {
+        o->max_size = o->mem_limit / per;
         if (0 == rank) {
             fprintf(stderr,
                     "Warning! Limiting max message size to: %zu. "
@@ -110,29 +111,36 @@ int osuc_run_init(struct osuc_run *r, const struct osuc_bench *b, int *argc, cha
         if (0 == r->rank) fprintf(stderr, "This test requires at least two processes\n");
         rc = EXIT_FAILURE;
     }
-    if (rc < 0) rc = osuc_check_sizes(o, r->rank);
+    if (rc < 0) rc = osuc_check_sizes(o, b, r->rank, r->nprocs);
+    if (rc < 0 && o->root >= r->nprocs) {
+        if (0 == r->rank) fprintf(stderr, "Root rank('-k') cannot be more than number of processes\n");
+        rc = EXIT_FAILURE;
+    }
     if (rc >= 0) {
         MPI_Finalize();
         return rc;
     }
 
+    r->recv_bytes = o->max_size * (OSUC_COLL_ALLGATHER == b->coll ? (size_t)r->nprocs : 1);
     r->sendbuf = osuc_alloc(o->max_size);
-    r->recvbuf = osuc_alloc(o->max_size);
-    if (o->validate && o->val_warmup > 0) r->warmbuf = osuc_alloc(o->max_size);
+    r->recvbuf = osuc_alloc(r->recv_bytes);
+    if (o->validate && o->val_warmup > 0) r->warmbuf = osuc_alloc(r->recv_bytes);
+    if (OSUC_COLL_REDUCE_SCATTER == b->coll) r->recvcounts = calloc((size_t)r->nprocs, sizeof(int));
     max_iters = (o->iters > o->iters_large) ? o->iters : o->iters_large;
     if (o->tail) {
         r->lat = malloc(sizeof(double) * (size_t)max_iters);
         r->lat_sum = malloc(sizeof(double) * (size_t)max_iters);
     }
     if (NULL == r->sendbuf || NULL == r->recvbuf || (o->validate && o->val_warmup > 0 && NULL == r->warmbuf) ||
-        (o->tail && (NULL == r->lat || NULL == r->lat_sum))) {
+        (o->tail && (NULL == r->lat || NULL == r->lat_sum)) ||
+        (OSUC_COLL_REDUCE_SCATTER == b->coll && NULL == r->recvcounts)) {
         fprintf(stderr, "Could Not Allocate Memory [rank %d]\n", r->rank);
         MPI_Abort(MPI_COMM_WORLD, EXIT_FAILURE);
     }
     /* Touch every page before any timing. */
     memset(r->sendbuf, 0, o->max_size);
-    memset(r->recvbuf, 0, o->max_size);
-    if (r->warmbuf) memset(r->warmbuf, 0, o->max_size);
+    memset(r->recvbuf, 0, r->recv_bytes);
+    if (r->warmbuf) memset(r->warmbuf, 0, r->recv_bytes);
 
     if (0 == r->rank) osuc_print_preamble(b);
     return -1;
@@ -161,7 +169,7 @@ static void osuc_run_type(struct osuc_run *r, int t)
     /* Timing-mode data: typed ones to send, zeros to receive (so an in-place run keeps
      * reducing zeros and never overflows). */
     osuc_fill_ones(r->sendbuf, r->dtype, r->o.max_size / r->tsize);
-    memset(r->recvbuf, 0, r->o.max_size);
+    memset(r->recvbuf, 0, r->recv_bytes);
 
     if (0 == r->rank) {
         fprintf(stdout, "# Datatype: %s.\n", tname);
@@ -204,30 +212,138 @@ void *osuc_sendbuf(const struct osuc_run *r)
     return r->o.in_place ? MPI_IN_PLACE : (void *)r->sendbuf;
 }
 
+int osuc_root(const struct osuc_run *r, int i)
+{
+    return OSUC_ROOT_ROTATE == r->o.root ? i % r->nprocs : r->o.root;
+}
+
+void osuc_split_counts(struct osuc_run *r, size_t count)
+{
+    size_t n = (size_t)r->nprocs, portion = count / n, rem = count % n, q;
+
+    r->recv_offset = 0;
+    for (q = 0; q < n; q++) {
+        r->recvcounts[q] = (int)(count < n ? (q < count) : portion + (q < rem));
+        if (q < (size_t)r->rank) r->recv_offset += (size_t)r->recvcounts[q];
+    }
+}
+
+double osuc_busbw_factor(const struct osuc_run *r)
+{
+    double n = (double)r->nprocs;
+
+    switch (r->bench->coll) {
+        case OSUC_COLL_ALLREDUCE: return 2.0 * (n - 1.0) / n;
+        case OSUC_COLL_REDUCE_SCATTER: return (n - 1.0) / n;
+        case OSUC_COLL_ALLGATHER: return n - 1.0;
+        case OSUC_COLL_BCAST:
+        case OSUC_COLL_REDUCE:
+        default: return 1.0;
+    }
+}
+
+/* One untimed call of the benchmark's collective, into r->warmbuf. */
+static void osuc_warmup_call(struct osuc_run *r, size_t count)
+{
+    int n = (int)count;
+
+    switch (r->bench->coll) {
+        case OSUC_COLL_REDUCE_SCATTER:
+            OSUC_MPI(MPI_Reduce_scatter(r->sendbuf, r->warmbuf, r->recvcounts, r->mpi_type, MPI_SUM, MPI_COMM_WORLD));
+            break;
+        case OSUC_COLL_ALLGATHER:
+            OSUC_MPI(MPI_Allgather(r->sendbuf, n, r->mpi_type, r->warmbuf, n, r->mpi_type, MPI_COMM_WORLD));
+            break;
+        case OSUC_COLL_BCAST: OSUC_MPI(MPI_Bcast(r->warmbuf, n, r->mpi_type, r->root, MPI_COMM_WORLD)); break;
+        case OSUC_COLL_REDUCE:
+            OSUC_MPI(MPI_Reduce(r->sendbuf, r->warmbuf, n, r->mpi_type, MPI_SUM, r->root, MPI_COMM_WORLD));
+            break;
+        case OSUC_COLL_ALLREDUCE:
+        default:
+            if (r->bench->nonblocking) {
+                MPI_Request req;
+                OSUC_MPI(MPI_Iallreduce(r->sendbuf, r->warmbuf, n, r->mpi_type, MPI_SUM, MPI_COMM_WORLD, &req));
+                OSUC_MPI(MPI_Wait(&req, MPI_STATUS_IGNORE));
+            } else {
+                OSUC_MPI(MPI_Allreduce(r->sendbuf, r->warmbuf, n, r->mpi_type, MPI_SUM, MPI_COMM_WORLD));
+            }
+            break;
+    }
+}
+
 void osuc_iter_prepare(struct osuc_run *r, size_t count, int i)
 {
+    size_t bytes = count * r->tsize;
     int j;
 
     if (!r->o.validate) return;
-    osuc_val_fill(&r->val, r->o.in_place ? r->recvbuf : r->sendbuf, r->dtype, count, r->rank, (unsigned)i);
-    if (!r->o.in_place) memset(r->recvbuf, 0, count * r->tsize);
+    switch (r->bench->coll) {
+        case OSUC_COLL_BCAST:
+            /* The root's data; everyone else's buffer cleared (the data are never 0). */
+            if (r->rank == r->root) {
+                osuc_block_fill(r->sendbuf, r->dtype, count, r->root, (unsigned)i);
+            } else {
+                memset(r->sendbuf, 0, bytes);
+            }
+            break;
+        case OSUC_COLL_ALLGATHER: {
+            char *own = r->recvbuf + (size_t)r->rank * bytes;
+            memset(r->recvbuf, 0, bytes * (size_t)r->nprocs);
+            osuc_block_fill(r->o.in_place ? own : r->sendbuf, r->dtype, count, r->rank, (unsigned)i);
+            break;
+        }
+        case OSUC_COLL_ALLREDUCE:
+        case OSUC_COLL_REDUCE_SCATTER:
+        case OSUC_COLL_REDUCE:
+        default:
+            osuc_val_fill(&r->val, r->o.in_place ? r->recvbuf : r->sendbuf, r->dtype, count, r->rank, (unsigned)i);
+            if (!r->o.in_place) memset(r->recvbuf, 0, bytes);
+            break;
+    }
     /* The extra warm-ups use the benchmark's own call, into a buffer of their own. */
     for (j = 0; j < r->o.val_warmup; j++) {
         OSUC_MPI(MPI_Barrier(MPI_COMM_WORLD));
-        if (r->bench->nonblocking) {
-            MPI_Request req;
-            OSUC_MPI(MPI_Iallreduce(r->sendbuf, r->warmbuf, (int)count, r->mpi_type, MPI_SUM, MPI_COMM_WORLD, &req));
-            OSUC_MPI(MPI_Wait(&req, MPI_STATUS_IGNORE));
-        } else {
-            OSUC_MPI(MPI_Allreduce(r->sendbuf, r->warmbuf, (int)count, r->mpi_type, MPI_SUM, MPI_COMM_WORLD));
-        }
+        osuc_warmup_call(r, count);
     }
     OSUC_MPI(MPI_Barrier(MPI_COMM_WORLD));
 }
 
 int osuc_iter_check(const struct osuc_run *r, size_t count, int i)
 {
-    return r->o.validate ? osuc_val_check(&r->val, r->recvbuf, r->dtype, count, (unsigned)i) : 0;
+    size_t bytes = count * r->tsize;
+    int q;
+
+    if (!r->o.validate) return 0;
+    switch (r->bench->coll) {
+        case OSUC_COLL_BCAST: return osuc_block_check(r->sendbuf, r->dtype, count, r->root, (unsigned)i);
+        case OSUC_COLL_ALLGATHER:
+            for (q = 0; q < r->nprocs; q++) {
+                if (osuc_block_check(r->recvbuf + (size_t)q * bytes, r->dtype, count, q, (unsigned)i)) return 1;
+            }
+            return 0;
+        case OSUC_COLL_REDUCE_SCATTER:
+            /* This rank's part of the sum: elements recv_offset.. of the whole. */
+            if (0 == r->recvcounts[r->rank]) return 0;
+            return osuc_val_check(&r->val, r->recvbuf, r->dtype, (size_t)r->recvcounts[r->rank],
+                                  (unsigned)i + (unsigned)r->recv_offset);
+        case OSUC_COLL_REDUCE:
+            if (r->rank != r->root) return 0;
+            return osuc_val_check(&r->val, r->recvbuf, r->dtype, count, (unsigned)i);
+        case OSUC_COLL_ALLREDUCE:
+        default: return osuc_val_check(&r->val, r->recvbuf, r->dtype, count, (unsigned)i);
+    }
+}
+
+int osuc_report_latency(struct osuc_run *r, size_t size, double timer, int iters, int local_err)
+{
+    double tail[OSUC_MAX_PCT] = {0};
+    struct osuc_stat lat = osuc_over_ranks(r, timer * 1e6 / (double)iters);
+    int errors;
+
+    osuc_tail(r, iters, tail);
+    errors = osuc_errors_over_ranks(r, local_err);
+    if (0 == r->rank) osuc_print_latency_row(&r->o, size, lat, iters, errors, tail, osuc_busbw_factor(r));
+    return errors;
 }
 
 struct osuc_stat osuc_over_ranks(const struct osuc_run *r, double v)
@@ -283,6 +399,7 @@ int osuc_run_finish(struct osuc_run *r, size_t failed_size, const char *argv0)
     free(r->warmbuf);
     free(r->lat);
     free(r->lat_sum);
+    free(r->recvcounts);
     if (0 != failed_size) {
         if (0 == r->rank) {
             fprintf(stdout,

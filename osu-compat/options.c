@@ -31,12 +31,18 @@
 #define OSUC_OPT_BW 1000
 #define OSUC_OPT_MEMCPY_REF 1001
 
-/* Which benchmark has an option. */
-enum osuc_for { OSUC_FOR_BOTH, OSUC_FOR_BLOCKING, OSUC_FOR_NONBLOCKING };
+/* Which benchmark has an option: every one, the blocking or the nonblocking ones, those
+ * with -l (all but bcast, as OMB) or -k (reduce, as OMB). */
+enum osuc_for { OSUC_FOR_BOTH, OSUC_FOR_BLOCKING, OSUC_FOR_NONBLOCKING, OSUC_FOR_IN_PLACE, OSUC_FOR_ROOT };
 
 static int osuc_has(const struct osuc_bench *b, enum osuc_for f)
 {
-    return OSUC_FOR_BOTH == f || (b->nonblocking ? OSUC_FOR_NONBLOCKING : OSUC_FOR_BLOCKING) == f;
+    switch (f) {
+        case OSUC_FOR_IN_PLACE: return OSUC_COLL_BCAST != b->coll;
+        case OSUC_FOR_ROOT: return OSUC_COLL_REDUCE == b->coll;
+        case OSUC_FOR_BOTH: return 1;
+        default: return (b->nonblocking ? OSUC_FOR_NONBLOCKING : OSUC_FOR_BLOCKING) == f;
+    }
 }
 
 static char osuc_msg[512];
@@ -102,21 +108,26 @@ static const struct osuc_help osuc_help_table[] = {
      "Enable validation. Disabled by default. Results are\n"
      "checked against locally computed expected values"},
     {'u', "validation-warmup", OSUC_FOR_BOTH,
-     "ITR - set number of extra warmup allreduces per\n"
+     "ITR - set number of extra warmup collectives per\n"
      "iteration when validation is enabled (default 5,\n"
      "max 10)"},
     {'T', "type", OSUC_FOR_BOTH,
      "[all,mpi_char,mpi_int,mpi_float] - Set MPI_TYPE.\n"
      "Default:MPI_CHAR. May be given more than once"},
-    {'l', "in-place", OSUC_FOR_BOTH, "Run benchmark with MPI_IN_PLACE support."},
+    {'l', "in-place", OSUC_FOR_IN_PLACE, "Run benchmark with MPI_IN_PLACE support."},
+    {'k', "root-rank", OSUC_FOR_ROOT,
+     "rotate|fixed:RANK - the root: RANK every time\n"
+     "(default fixed:0), or rank i mod N in iteration i"},
     {'z', "tail-lat", OSUC_FOR_BOTH,
      "Print tail latencies.\n"
      "-z Outputs P50, P90, P99 percentiles\n"
      "-z<1-99,1-99,..> Comma separated percentiles (max 5)"},
     {0, "bw", OSUC_FOR_BLOCKING,
      "osu-compat extension, off by default: add a last\n"
-     "column \"Bus BW(GB/s)\" = size * 2*(n-1)/n / avg\n"
-     "latency (n = number of ranks, 1 GB = 1e9 bytes)"},
+     "column \"Bus BW(GB/s)\" = size * F / avg latency,\n"
+     "F = 2(n-1)/n (allreduce), (n-1)/n (reduce_scatter),\n"
+     "n-1 (allgather), 1 (bcast, reduce); n = number of\n"
+     "ranks, 1 GB = 1e9 bytes"},
     {0, "memcpy-ref", OSUC_FOR_BLOCKING,
      "osu-compat extension, off by default: at the end,\n"
      "rank 0 prints a comment line with its memcpy\n"
@@ -259,6 +270,17 @@ static int osuc_parse_type(const char *arg, struct osuc_opts *o)
     return -1;
 }
 
+/* -k rotate | fixed:RANK (OMB's forms). */
+static int osuc_parse_root(const char *arg, struct osuc_opts *o)
+{
+    if (0 == strcasecmp(arg, "rotate")) {
+        o->root = OSUC_ROOT_ROTATE;
+        return 0;
+    }
+    if (0 == strncasecmp(arg, "fixed:", 6)) return osuc_parse_int(arg + 6, 0, &o->root);
+    return -1;
+}
+
 static int osuc_parse_percentiles(const char *arg, struct osuc_opts *o)
 {
     char buf[128];
@@ -302,6 +324,8 @@ static const struct option osuc_longopts_all[] = {
     {"type", required_argument, NULL, 'T'},
     {"in-place", no_argument, NULL, 'l'},
     {"tail-lat", optional_argument, NULL, 'z'},
+    {"root-rank", required_argument, NULL, 'k'},
+    {"ddt", required_argument, NULL, 'D'},
     {"array-size", required_argument, NULL, 'a'},
     {"graph", required_argument, NULL, 'G'},
     {"papi", required_argument, NULL, 'P'},
@@ -328,15 +352,18 @@ static int osuc_long_wanted(const struct osuc_bench *b, const char *name)
 
 enum osuc_parse osuc_parse_args(int argc, char **argv, const struct osuc_bench *b, struct osuc_opts *o)
 {
-    /* OMB's letters for its non-accelerator osu_allreduce plus -d; osu_iallreduce adds
-     * -t (OMB's nonblocking collectives). */
-    const char *optstring =
-        b->nonblocking ? "+:hvfm:i:x:t:M:d:c::u:T:lz::a:G:P:I" : "+:hvfm:i:x:M:d:c::u:T:lz::a:G:P:I";
+    /* OMB's letters for the benchmark's non-accelerator build plus -d: -t for the
+     * nonblocking ones, -l for all but bcast, -k for reduce, -D (refused) for bcast and
+     * allgather. */
+    char optstring[64];
     struct option longopts[OSUC_NLONG + 1];
     size_t k, n = 0;
     int c, v;
     size_t sz;
 
+    snprintf(optstring, sizeof(optstring), "+:hvfm:i:x:%sM:d:c::u:T:%sz::a:G:P:I%s%s", b->nonblocking ? "t:" : "",
+             osuc_has(b, OSUC_FOR_IN_PLACE) ? "l" : "", osuc_has(b, OSUC_FOR_ROOT) ? "k:" : "",
+             (OSUC_COLL_BCAST == b->coll || OSUC_COLL_ALLGATHER == b->coll) ? "D:" : "");
     for (k = 0; k < OSUC_NLONG; k++) {
         if (osuc_long_wanted(b, osuc_longopts_all[k].name)) longopts[n++] = osuc_longopts_all[k];
     }
@@ -434,6 +461,12 @@ enum osuc_parse osuc_parse_args(int argc, char **argv, const struct osuc_bench *
                 }
                 break;
             case 'l': o->in_place = 1; break;
+            case 'k':
+                if (osuc_parse_root(optarg, o)) {
+                    osuc_set_msg("Invalid root rank (use rotate or fixed:RANK) [-k %s]", optarg);
+                    return OSUC_PARSE_BAD_USAGE;
+                }
+                break;
             case 'z':
                 if (osuc_parse_percentiles(optarg, o)) {
                     osuc_set_msg(
@@ -450,6 +483,7 @@ enum osuc_parse osuc_parse_args(int argc, char **argv, const struct osuc_bench *
             case 'G':
             case 'P':
             case 'I':
+            case 'D':
                 osuc_set_msg(
                     "Error: option -%c is not supported by this "
                     "build of osu-compat",

@@ -1,6 +1,6 @@
 /*
- * osu-compat/options.h: the command line of osu_allreduce and osu_iallreduce, OMB
- * 7.x's letters and defaults, with each benchmark's own options.
+ * osu-compat/options.h: the command line of the osu-compat benchmarks, OMB 7.x's
+ * letters and defaults, with each benchmark's own options.
  */
 #ifndef OSUC_OPTIONS_H
 #define OSUC_OPTIONS_H
@@ -14,12 +14,25 @@
 #define OSUC_MAX_DTYPES 16
 #define OSUC_MAX_PCT 5
 
+/* The collective a benchmark measures: its buffers, -c's data and checks, its options
+ * (-l for all but bcast, -k for reduce). */
+enum osuc_coll {
+    OSUC_COLL_ALLREDUCE = 0,
+    OSUC_COLL_REDUCE_SCATTER, /* the message (size bytes) divided among the ranks, as OMB */
+    OSUC_COLL_ALLGATHER, /* size bytes from each rank; receive buffer size x ranks */
+    OSUC_COLL_BCAST, /* root 0, as OMB */
+    OSUC_COLL_REDUCE /* root 0, or -k */
+};
+
 /* What sets one benchmark apart on the command line and in its first lines. */
 struct osuc_bench {
     const char *name; /* "osu_allreduce" */
     const char *header; /* "# OSU MPI Allreduce Latency Test v7.4" */
     int nonblocking; /* 1: -t (MPI_Test calls); 0: --bw, --memcpy-ref */
+    enum osuc_coll coll;
 };
+
+#define OSUC_ROOT_ROTATE (-1) /* -k rotate: the root of iteration i is i mod ranks */
 
 enum osuc_parse {
     OSUC_PARSE_OK,
@@ -41,6 +54,7 @@ struct osuc_opts {
     int validate;
     int val_warmup;
     int in_place;
+    int root; /* -k: the root (0, OMB's default) or OSUC_ROOT_ROTATE */
     int bw;
     int memcpy_ref;
     int num_probes; /* -t: MPI_Test calls during the compute phase (0: none, OMB's default) */

@@ -27,6 +27,7 @@ static const struct osuc_bench osuc_allreduce_bench = {
     "osu_allreduce",
     "# OSU MPI Allreduce Latency Test v" OSUC_OMB_VERSION,
     0,
+    OSUC_COLL_ALLREDUCE,
 };
 
 /* OMB's method for one size: each iteration is MPI_Wtime, MPI_Allreduce, MPI_Wtime,
@@ -60,7 +61,7 @@ static int osuc_one_size(struct osuc_run *r, size_t size)
     lat = osuc_over_ranks(r, timer * 1e6 / (double)iters);
     osuc_tail(r, iters, tail);
     errors = osuc_errors_over_ranks(r, local_err);
-    if (0 == r->rank) osuc_print_latency_row(o, size, lat, iters, errors, tail, r->nprocs);
+    if (0 == r->rank) osuc_print_latency_row(o, size, lat, iters, errors, tail, osuc_busbw_factor(r));
     OSUC_MPI(MPI_Barrier(MPI_COMM_WORLD));
     return errors;
 }

@@ -43,6 +43,7 @@ static const struct osuc_bench osuc_iallreduce_bench = {
     "osu_iallreduce",
     "# OSU MPI Non-blocking Allreduce Latency Test v" OSUC_OMB_VERSION,
     1,
+    OSUC_COLL_ALLREDUCE,
 };
 
 /* Step 1: MPI_Iallreduce + MPI_Wait; returns this rank's average in seconds. */

@@ -134,3 +134,49 @@ int osuc_val_check(const struct osuc_val *v, const void *buf, enum osuc_dtype d,
     }
     return 0;
 }
+
+#define OSUC_BLOCK_PERIOD 251u
+
+static unsigned osuc_block_first(int rank, unsigned it)
+{
+    return ((unsigned)rank % OSUC_BLOCK_PERIOD * 7u + it % OSUC_BLOCK_PERIOD * 3u) % OSUC_BLOCK_PERIOD;
+}
+
+void osuc_block_fill(void *buf, enum osuc_dtype d, size_t count, int rank, unsigned it)
+{
+    unsigned k = osuc_block_first(rank, it);
+    size_t j;
+
+    for (j = 0; j < count; j++) {
+        switch (d) {
+            case OSUC_INT: ((int *)buf)[j] = (int)(k + 1); break;
+            case OSUC_FLOAT: ((float *)buf)[j] = (float)(k + 1); break;
+            case OSUC_CHAR:
+            default: ((unsigned char *)buf)[j] = (unsigned char)(k + 1); break;
+        }
+        k = (k + 1 == OSUC_BLOCK_PERIOD) ? 0 : k + 1;
+    }
+}
+
+int osuc_block_check(const void *buf, enum osuc_dtype d, size_t count, int rank, unsigned it)
+{
+    unsigned k = osuc_block_first(rank, it);
+    size_t j;
+
+    for (j = 0; j < count; j++) {
+        switch (d) {
+            case OSUC_INT:
+                if (((const int *)buf)[j] != (int)(k + 1)) return 1;
+                break;
+            case OSUC_FLOAT:
+                if (((const float *)buf)[j] != (float)(k + 1)) return 1;
+                break;
+            case OSUC_CHAR:
+            default:
+                if (((const unsigned char *)buf)[j] != (unsigned char)(k + 1)) return 1;
+                break;
+        }
+        k = (k + 1 == OSUC_BLOCK_PERIOD) ? 0 : k + 1;
+    }
+    return 0;
+}

@@ -51,4 +51,15 @@ void osuc_val_fill(const struct osuc_val *v, void *buf, enum osuc_dtype d, size_
 /* 1 if any element differs from the expected sum, else 0. */
 int osuc_val_check(const struct osuc_val *v, const void *buf, enum osuc_dtype d, size_t count, unsigned it);
 
+/*
+ * The pattern of the collectives that move data without reducing it (allgather,
+ * bcast): element j of the block rank r contributes in iteration it holds
+ *     b(r, it, j) = 1 + (7r + 3it + j) mod 251,
+ * never 0 (what the receive buffers are cleared to), exact in every datatype, and
+ * different between neighbouring ranks' blocks.
+ */
+void osuc_block_fill(void *buf, enum osuc_dtype d, size_t count, int rank, unsigned it);
+/* 1 if any element differs from b(rank, it, j), else 0. */
+int osuc_block_check(const void *buf, enum osuc_dtype d, size_t count, int rank, unsigned it);
+
 #endif

@@ -80,7 +80,7 @@ static void osuc_print_row_end(const struct osuc_opts *o, int errors, const doub
 }
 
 void osuc_print_latency_row(const struct osuc_opts *o, size_t size, struct osuc_stat lat, int iters, int errors,
-                            const double *tail, int nprocs)
+                            const double *tail, double busbw_factor)
 {
     fprintf(stdout, "%-*zu", OSUC_SIZE_WIDTH, size);
     osuc_val(lat.avg);
@@ -93,7 +93,7 @@ void osuc_print_latency_row(const struct osuc_opts *o, size_t size, struct osuc_
     if (o->bw) {
         double busbw = 0.0;
         /* bytes per microsecond / 1e3 = GB/s (1 GB = 1e9 bytes) */
-        if (lat.avg > 0.0) busbw = (double)size * 2.0 * (double)(nprocs - 1) / (double)nprocs / lat.avg / 1e3;
+        if (lat.avg > 0.0) busbw = (double)size * busbw_factor / lat.avg / 1e3;
         osuc_val(busbw);
     }
     fprintf(stdout, "\n");

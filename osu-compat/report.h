@@ -29,9 +29,10 @@ struct osuc_overlap_row {
 /* The lines before the first datatype. */
 void osuc_print_preamble(const struct osuc_bench *b);
 void osuc_print_columns_header(const struct osuc_bench *b, const struct osuc_opts *o);
-/* errors: -c's result; tail: the -z percentiles (o->npct values). */
+/* errors: -c's result; tail: the -z percentiles (o->npct values); busbw_factor: --bw's
+ * bytes on the bus per message byte (osuc_busbw_factor). */
 void osuc_print_latency_row(const struct osuc_opts *o, size_t size, struct osuc_stat lat, int iters, int errors,
-                            const double *tail, int nprocs);
+                            const double *tail, double busbw_factor);
 void osuc_print_overlap_row(const struct osuc_opts *o, size_t size, const struct osuc_overlap_row *r, int errors,
                             const double *tail);
 

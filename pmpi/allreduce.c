@@ -102,7 +102,7 @@ static int fallback(const pmpi_comm_t *c, const char *why, const void *sbuf, voi
 
 /* The MPI error for a core failure, through the communicator's error handler; the core
  * has printed the stage and the peer, this names what it does not. */
-static int core_error(const pmpi_comm_t *c, gpurdma_status_t st)
+int gpurdma_pmpi_core_error(const pmpi_comm_t *c, gpurdma_status_t st)
 {
     if (GPURDMA_ERR_CONCURRENT == st)
         pmpi_output(0, "concurrent collective calls on %s from two threads (erroneous in MPI)", c->name);
@@ -130,7 +130,7 @@ int gpurdma_pmpi_allreduce(const void *sbuf, void *rbuf, MPI_Count count, MPI_Da
     if (GPURDMA_ERR_UNSUPPORTED == st)
         return fallback(c, "op not defined for this datatype, or set-up declined", sbuf, rbuf, count, dtype, op,
                         large_count);
-    return core_error(c, st);
+    return gpurdma_pmpi_core_error(c, st);
 }
 
 int gpurdma_pmpi_allreduce_entry(const void *sbuf, void *rbuf, int64_t count, int dtype, int op, int comm,

@@ -1,5 +1,6 @@
 /*
- * The library's only exported symbols: MPI_Allreduce and MPI_Allreduce_c.
+ * The library's only exported symbols: MPI_Allreduce and MPI_Allreduce_c, and the blocking
+ * MPI_Reduce_scatter_block, MPI_Reduce_scatter, MPI_Allgather, MPI_Bcast and MPI_Reduce.
  *
  * They are written without <mpi.h> and take the handles pointer-sized, so that the
  * library can refuse cleanly when it is preloaded into a program of another ABI
@@ -24,6 +25,12 @@ static pthread_once_t abi_checked = PTHREAD_ONCE_INIT;
 static const char *other_abi; /* NULL: this process's MPI has the MPICH ABI */
 static pointer_allreduce_t other_allreduce;
 static pointer_allreduce_c_t other_allreduce_c;
+/* The other collectives of the other ABI (handles as pointers). */
+static int (*other_reduce_scatter_block)(const void *, void *, int, void *, void *, void *);
+static int (*other_reduce_scatter)(const void *, void *, const int *, void *, void *, void *);
+static int (*other_allgather)(const void *, int, void *, void *, int, void *, void *);
+static int (*other_bcast)(void *, int, void *, int, void *);
+static int (*other_reduce)(const void *, void *, int, void *, void *, int, void *);
 
 /* Run at the first call, when the program's MPI is surely loaded (it may be dlopen'ed). */
 static void check_abi(void)
@@ -33,12 +40,17 @@ static void check_abi(void)
     other_abi = "Open MPI";
     other_allreduce = (pointer_allreduce_t)dlsym(RTLD_NEXT, "MPI_Allreduce");
     other_allreduce_c = (pointer_allreduce_c_t)dlsym(RTLD_NEXT, "MPI_Allreduce_c");
+    *(void **)&other_reduce_scatter_block = dlsym(RTLD_NEXT, "MPI_Reduce_scatter_block");
+    *(void **)&other_reduce_scatter = dlsym(RTLD_NEXT, "MPI_Reduce_scatter");
+    *(void **)&other_allgather = dlsym(RTLD_NEXT, "MPI_Allgather");
+    *(void **)&other_bcast = dlsym(RTLD_NEXT, "MPI_Bcast");
+    *(void **)&other_reduce = dlsym(RTLD_NEXT, "MPI_Reduce");
     /* One line per host: its first local process says it. */
     const char *local_rank = getenv("OMPI_COMM_WORLD_LOCAL_RANK");
     if (NULL == local_rank || 0 == atoi(local_rank))
         fprintf(stderr,
                 "pmpi:gpurdma: libgpurdma_pmpi.so is built for the MPICH ABI (integer handles) but this process "
-                "runs %s (pointer handles): disabled, MPI_Allreduce goes straight to %s's own "
+                "runs %s (pointer handles): disabled, its collectives go straight to %s's own "
                 "(use its coll/gpurdma component instead)\n",
                 other_abi, other_abi);
 }
@@ -67,3 +79,52 @@ __attribute__((visibility("default"))) int MPI_Allreduce_c(const void *sbuf, voi
     return gpurdma_pmpi_allreduce_entry(sbuf, rbuf, count, (int)dtype, (int)op, (int)comm, 1);
 }
 #endif
+
+__attribute__((visibility("default"))) int MPI_Reduce_scatter_block(const void *sbuf, void *rbuf, int rcount,
+                                                                    intptr_t dtype, intptr_t op, intptr_t comm)
+{
+    pthread_once(&abi_checked, check_abi);
+    if (other_abi)
+        return other_reduce_scatter_block
+                   ? other_reduce_scatter_block(sbuf, rbuf, rcount, (void *)dtype, (void *)op, (void *)comm)
+                   : NOT_FORWARDED;
+    return gpurdma_pmpi_reduce_scatter_block_entry(sbuf, rbuf, rcount, (int)dtype, (int)op, (int)comm);
+}
+
+__attribute__((visibility("default"))) int MPI_Reduce_scatter(const void *sbuf, void *rbuf, const int *rcounts,
+                                                              intptr_t dtype, intptr_t op, intptr_t comm)
+{
+    pthread_once(&abi_checked, check_abi);
+    if (other_abi)
+        return other_reduce_scatter ? other_reduce_scatter(sbuf, rbuf, rcounts, (void *)dtype, (void *)op, (void *)comm)
+                                    : NOT_FORWARDED;
+    return gpurdma_pmpi_reduce_scatter_entry(sbuf, rbuf, rcounts, (int)dtype, (int)op, (int)comm);
+}
+
+__attribute__((visibility("default"))) int MPI_Allgather(const void *sbuf, int scount, intptr_t sdtype, void *rbuf,
+                                                         int rcount, intptr_t rdtype, intptr_t comm)
+{
+    pthread_once(&abi_checked, check_abi);
+    if (other_abi)
+        return other_allgather
+                   ? other_allgather(sbuf, scount, (void *)sdtype, rbuf, rcount, (void *)rdtype, (void *)comm)
+                   : NOT_FORWARDED;
+    return gpurdma_pmpi_allgather_entry(sbuf, scount, (int)sdtype, rbuf, rcount, (int)rdtype, (int)comm);
+}
+
+__attribute__((visibility("default"))) int MPI_Bcast(void *buf, int count, intptr_t dtype, int root, intptr_t comm)
+{
+    pthread_once(&abi_checked, check_abi);
+    if (other_abi) return other_bcast ? other_bcast(buf, count, (void *)dtype, root, (void *)comm) : NOT_FORWARDED;
+    return gpurdma_pmpi_bcast_entry(buf, count, (int)dtype, root, (int)comm);
+}
+
+__attribute__((visibility("default"))) int MPI_Reduce(const void *sbuf, void *rbuf, int count, intptr_t dtype,
+                                                      intptr_t op, int root, intptr_t comm)
+{
+    pthread_once(&abi_checked, check_abi);
+    if (other_abi)
+        return other_reduce ? other_reduce(sbuf, rbuf, count, (void *)dtype, (void *)op, root, (void *)comm)
+                            : NOT_FORWARDED;
+    return gpurdma_pmpi_reduce_entry(sbuf, rbuf, count, (int)dtype, (int)op, root, (int)comm);
+}

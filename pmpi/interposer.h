@@ -1,7 +1,8 @@
 /*
  * libgpurdma_pmpi: gpurdma's allreduce for MPICH-ABI MPIs (MPICH, Intel MPI, Cray
  * MPICH, MVAPICH) through the MPI profiling interface. The library defines
- * MPI_Allreduce (and MPI_Allreduce_c) and nothing else; everything else here is
+ * MPI_Allreduce (and MPI_Allreduce_c), MPI_Reduce_scatter_block, MPI_Reduce_scatter,
+ * MPI_Allgather, MPI_Bcast and MPI_Reduce, and nothing else; everything else here is
  * hidden. It takes the same decisions as the Open MPI component (mca/coll/gpurdma):
  * the handle maps are shared (mpi-common/mpi_handles.h), the rest is the core's.
  */
@@ -25,6 +26,9 @@ typedef struct pmpi_comm {
     gpurdma_comm_t *core; /* NULL: never ours (an inter-communicator) */
     char name[96];
 } pmpi_comm_t;
+
+/* The MPI error for a core failure, through the communicator's error handler (allreduce.c). */
+PMPI_HIDDEN int gpurdma_pmpi_core_error(const pmpi_comm_t *c, gpurdma_status_t st);
 
 /* This communicator's state, made on its first call (a communicator attribute, freed
  * with it); NULL when gpurdma is off, could not start, or is shutting down. */

@@ -186,6 +186,10 @@ typedef struct gpurdma_config {
     double progress_thread_pause_us; /* the thread's pause after a poll that moved nothing */
     double progress_thread_grace_us; /* it keeps off while an MPI thread polls and this long after */
     double progress_thread_linger_us; /* it polls on a timer this long after the last call, then sleeps */
+    int reduce_scatter_enable; /* 0: MPI_Reduce_scatter(_block) and their I/persistent forms go to the previous module */
+    int allgather_enable; /* 0: the same for MPI_Allgather */
+    int bcast_enable; /* 0: the same for MPI_Bcast */
+    int reduce_enable; /* 0: the same for MPI_Reduce */
     int threads; /* 1: several threads may call into the context at once (MPI_THREAD_MULTIPLE): UCX's
                                  worker is created thread-safe. Not a parameter: the caller's thread level */
     gpurdma_log_fn_t log; /* may be NULL */
@@ -304,6 +308,43 @@ void gpurdma_comm_destroy(gpurdma_comm_t *comm);
 gpurdma_status_t gpurdma_allreduce(gpurdma_comm_t *comm, const void *sendbuf, void *recvbuf, size_t count,
                                    gpurdma_dtype_t dtype, gpurdma_op_t op);
 
+/* ---- the other collectives: one call description for all ----
+ *
+ * count, by collective: ALLREDUCE, REDUCE, BCAST: the message's elements; ALLGATHER: each
+ * rank's block; REDUCE_SCATTER: each rank's result (MPI_Reduce_scatter_block), unless
+ * counts (size entries) is given (MPI_Reduce_scatter). sendbuf NULL is MPI_IN_PLACE:
+ * REDUCE_SCATTER's input is in recvbuf (the result goes to its start); ALLGATHER's own
+ * block is already at recvbuf + rank x count; REDUCE's (root only) input is in recvbuf.
+ * BCAST's buffer is recvbuf (sendbuf ignored). REDUCE's recvbuf matters at the root only.
+ * dtype gives ALLGATHER and BCAST their element size only; op matters for reductions only.
+ * GPURDMA_ERR_UNSUPPORTED as for allreduce, and for a collective switched off
+ * (coll_gpurdma_<coll>_enable 0): the caller hands the call on.
+ */
+typedef enum gpurdma_coll {
+    GPURDMA_COLL_ALLREDUCE = 0,
+    GPURDMA_COLL_REDUCE_SCATTER,
+    GPURDMA_COLL_ALLGATHER,
+    GPURDMA_COLL_BCAST,
+    GPURDMA_COLL_REDUCE,
+    GPURDMA_COLL_COUNT
+} gpurdma_coll_t;
+
+typedef struct gpurdma_coll_args {
+    gpurdma_coll_t coll;
+    const void *sendbuf;
+    void *recvbuf;
+    size_t count;
+    const size_t *counts; /* REDUCE_SCATTER only: one count per rank, or NULL; copied by the call */
+    gpurdma_dtype_t dtype;
+    gpurdma_op_t op;
+    int root; /* BCAST and REDUCE */
+} gpurdma_coll_args_t;
+
+/* "allreduce", "reduce_scatter", "allgather", "bcast", "reduce". */
+const char *gpurdma_coll_name(gpurdma_coll_t coll);
+
+gpurdma_status_t gpurdma_collective(gpurdma_comm_t *comm, const gpurdma_coll_args_t *args);
+
 /* ---- nonblocking and persistent allreduce ----
  *
  * A communicator runs its calls one at a time in the order they were started (every
@@ -346,6 +387,12 @@ gpurdma_status_t gpurdma_allreduce_init(gpurdma_comm_t *comm, const void *sendbu
                                         gpurdma_dtype_t dtype, gpurdma_op_t op, gpurdma_complete_fn_t complete,
                                         void *arg, gpurdma_request_t **request);
 
+/* The same for any collective (gpurdma_coll_args_t above). */
+gpurdma_status_t gpurdma_icollective(gpurdma_comm_t *comm, const gpurdma_coll_args_t *args,
+                                     gpurdma_complete_fn_t complete, void *arg, gpurdma_request_t **request);
+gpurdma_status_t gpurdma_collective_init(gpurdma_comm_t *comm, const gpurdma_coll_args_t *args,
+                                         gpurdma_complete_fn_t complete, void *arg, gpurdma_request_t **request);
+
 /* Starts an inactive persistent request (after init, or after its last call completed):
  * GPURDMA_ERR_INVALID if it is in flight or not persistent; BROKEN on a broken
  * communicator; CONCURRENT as above. Only moves data. */
@@ -364,7 +411,7 @@ const char *gpurdma_comm_last_error(const gpurdma_comm_t *comm);
 
 /* Counters, for tests and verbose output. */
 typedef struct gpurdma_comm_stats {
-    uint64_t calls; /* allreduce calls completed */
+    uint64_t calls; /* allreduce calls completed (the other collectives: their own counters below) */
     uint64_t setups; /* lazy set-ups done (1 after first use) */
     uint64_t registrations; /* memory registrations (UCX) made for this communicator */
     uint64_t shm_segments; /* shared segments created or attached */
@@ -376,6 +423,11 @@ typedef struct gpurdma_comm_stats {
     uint64_t node_calls; /* one-node shared-memory allreduce */
     uint64_t nonblocking_calls; /* of calls: started by gpurdma_iallreduce */
     uint64_t persistent_calls; /* of calls: started by gpurdma_request_start */
+    /* Calls of the other collectives completed (not in calls, which counts allreduces). */
+    uint64_t reduce_scatter_calls;
+    uint64_t allgather_calls;
+    uint64_t bcast_calls;
+    uint64_t reduce_calls;
 } gpurdma_comm_stats_t;
 
 void gpurdma_comm_get_stats(const gpurdma_comm_t *comm, gpurdma_comm_stats_t *stats);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "algo/call_spans.h"
 #include "base/text.h"
 #include "exec/progress.h"
 #include "gpu/buffer_query.h"
@@ -10,9 +11,15 @@
 
 namespace gpurdma::algo {
 
-HostStaging::HostStaging(std::string name, double timeout_s, const Logger *log, const gpu::BufferQuery *buffers,
-                         Chooser choose)
-    : name_(std::move(name)), timeout_s_(timeout_s), log_(log), buffers_(buffers), choose_(std::move(choose))
+HostStaging::HostStaging(std::string name, int size, int rank, double timeout_s, const Logger *log,
+                         const gpu::BufferQuery *buffers, Chooser choose)
+    : name_(std::move(name)),
+      size_(size),
+      rank_(rank),
+      timeout_s_(timeout_s),
+      log_(log),
+      buffers_(buffers),
+      choose_(std::move(choose))
 {}
 
 HostStaging::~HostStaging()
@@ -91,12 +98,13 @@ Status HostStaging::poll_copies()
 Status HostStaging::start(const Call &call)
 {
     const bool in_place = call.sendbuf == nullptr || call.sendbuf == call.recvbuf;
+    const size_t send_span = send_bytes(call, size_, rank_);
     call_ = call;
     failure_.clear();
     algorithm_ = nullptr;
     gpu::PointerInfo sinfo;
     gpu::buffer_info(buffers_, {call.sendbuf, call.recvbuf}, &sinfo, &rinfo_);
-    bytes_ = call.count * reduce::dtype_size(call.dtype);
+    bytes_ = recv_bytes(call, size_, rank_);
     const gpu::CUcontext ctx = rinfo_.kind == gpu::MemoryKind::Device ? rinfo_.context : sinfo.context;
     use_context(ctx);
     reserve(&recv_, bytes_, ctx);
@@ -104,11 +112,11 @@ Status HostStaging::start(const Call &call)
     host_.recvbuf = recv_->data();
     host_.sendbuf = nullptr;
     if (in_place) {
-        const Status copied = enqueue_copy(recv_->data(), call.recvbuf, bytes_);
+        const Status copied = bytes_ ? enqueue_copy(recv_->data(), call.recvbuf, bytes_) : Status::ok();
         if (!copied.is_ok()) return copied.prefixed(name_ + ": staging in the GPU buffer: ");
     } else if (sinfo.kind == gpu::MemoryKind::Device) {
-        reserve(&send_, bytes_, sinfo.context);
-        const Status copied = enqueue_copy(send_->data(), call.sendbuf, bytes_);
+        reserve(&send_, send_span, sinfo.context);
+        const Status copied = enqueue_copy(send_->data(), call.sendbuf, send_span);
         if (!copied.is_ok()) return copied.prefixed(name_ + ": staging in the GPU send buffer: ");
         host_.sendbuf = send_->data();
     } else {
@@ -131,8 +139,8 @@ exec::State HostStaging::fail(const std::string &what)
 exec::State HostStaging::stage_out()
 {
     ++moves_;
-    if (rinfo_.kind != gpu::MemoryKind::Device) {  // a host receive buffer beside a GPU send buffer
-        std::memcpy(call_.recvbuf, recv_->data(), bytes_);
+    if (rinfo_.kind != gpu::MemoryKind::Device || bytes_ == 0) {  // a host receive buffer beside a GPU send buffer
+        if (bytes_) std::memcpy(call_.recvbuf, recv_->data(), bytes_);
         step_ = Step::Done;
         return exec::State::Done;
     }
@@ -155,7 +163,7 @@ exec::State HostStaging::advance()
             ++moves_;
             algorithm_ = choose_(host_);
             if (!algorithm_) {  // a single rank: its data is the result
-                if (!host_.in_place()) std::memmove(host_.recvbuf, host_.sendbuf, bytes_);
+                single_rank(host_);
                 return stage_out();
             }
             const Status started = algorithm_->start(host_);

@@ -38,7 +38,9 @@ public:
 
     // timeout_s bounds the wait in the destructor for a copy still running (a failed call's).
     // buffers: the communicator's record of what each call's buffers are.
-    HostStaging(std::string name, double timeout_s, const Logger *log, const gpu::BufferQuery *buffers, Chooser choose);
+    // size, rank: the communicator's (the collectives' buffer spans depend on them).
+    HostStaging(std::string name, int size, int rank, double timeout_s, const Logger *log,
+                const gpu::BufferQuery *buffers, Chooser choose);
     ~HostStaging() override;
 
     // Launches the copies of the call's GPU data to the host copies (staging in).
@@ -74,6 +76,8 @@ private:
     bool copies_done();
 
     std::string name_;  // the communicator, for messages
+    int size_;
+    int rank_;
     double timeout_s_;
     const Logger *log_;
     const gpu::BufferQuery *buffers_;
@@ -89,7 +93,7 @@ private:
     // The call in flight.
     Call call_;
     Call host_;  // the same call on the host copies
-    size_t bytes_ = 0;
+    size_t bytes_ = 0;  // the receive span (copied back)
     gpu::PointerInfo rinfo_;  // the call's receive buffer
     Algorithm *algorithm_ = nullptr;  // the host algorithm (null: a single rank)
     Step step_ = Step::Idle;

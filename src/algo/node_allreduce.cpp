@@ -291,6 +291,16 @@ size_t NodeAllreduce::direct_max(int ranks, size_t small_msg_max)
     return ranks == 2 && small_msg_max > 0 ? SIZE_MAX : small_msg_max;
 }
 
+NodeAllreduce::NodeAllreduce(NodeArena arena, NodeSequence &sequence, std::vector<int> members, int index,
+                             size_t direct_max, std::vector<std::string> hosts)
+    : arena_(arena),
+      members_(std::move(members)),
+      index_(index),
+      direct_max_(direct_max),
+      hosts_(std::move(hosts)),
+      seq_(&sequence)
+{}
+
 NodeAllreduce::NodeAllreduce(NodeArena arena, std::vector<int> members, int index, size_t direct_max,
                              std::vector<std::string> hosts)
     : arena_(arena),
@@ -298,13 +308,14 @@ NodeAllreduce::NodeAllreduce(NodeArena arena, std::vector<int> members, int inde
       index_(index),
       direct_max_(direct_max),
       hosts_(std::move(hosts)),
-      consumed_seen_(members_.size(), 0)
+      own_seq_(std::make_unique<NodeSequence>(static_cast<int>(members_.size()))),
+      seq_(own_seq_.get())
 {}
 
 Status NodeAllreduce::start(const Call &call)
 {
-    call_.emplace(arena_, index_, next_block_, call.op, call.dtype, call.sendbuf, call.recvbuf, call.count, direct_max_,
-                  consumed_seen_.data());
+    call_.emplace(arena_, index_, seq_->next_block, call.op, call.dtype, call.sendbuf, call.recvbuf, call.count,
+                  direct_max_, seq_->consumed_seen.data());
     call_->prefetch_peers();
     return Status::ok();
 }

@@ -14,6 +14,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -96,8 +97,8 @@ private:
     uint64_t copied_ = 0;
 };
 
-// The algorithm: the arena and what carries over from call to call (the block
-// sequence, the Consumed counters as last read).
+// The algorithm: the arena and what carries over from call to call (NodeSequence: the
+// block sequence, the Consumed counters as last read), shared with NodeCollective.
 class NodeAllreduce final : public Algorithm {
 public:
     // The arena for a node of `ranks`, `slots` blocks of `block` bytes each.
@@ -109,7 +110,11 @@ public:
     static size_t direct_max(int ranks, size_t small_msg_max);
 
     // members: the node's ranks, ascending (this rank is members[index]); hosts name
-    // them in messages.
+    // them in messages. sequence: the arena's, shared with the other paths over it
+    // (algo::NodeCollective), outliving this object.
+    NodeAllreduce(NodeArena arena, NodeSequence &sequence, std::vector<int> members, int index, size_t direct_max,
+                  std::vector<std::string> hosts);
+    // The same with a sequence of its own (nothing else uses the arena).
     NodeAllreduce(NodeArena arena, std::vector<int> members, int index, size_t direct_max,
                   std::vector<std::string> hosts);
 
@@ -119,11 +124,11 @@ public:
     uint64_t position() const override { return call_->position(); }
     std::string describe_wait() const override;
     std::string describe_failure() const override;
-    void finish() override { next_block_ += call_->blocks(); }
+    void finish() override { seq_->next_block += call_->blocks(); }
     uint64_t gpurdma_comm_stats_t::*counter() const override { return &gpurdma_comm_stats_t::node_calls; }
     std::string describe_call() const override;
 
-    uint64_t next_block() const { return next_block_; }
+    uint64_t next_block() const { return seq_->next_block; }
 
 private:
     NodeArena arena_;
@@ -131,8 +136,8 @@ private:
     int index_;
     size_t direct_max_;
     std::vector<std::string> hosts_;
-    uint64_t next_block_ = 0;  // sequence number of the next arena block
-    std::vector<uint64_t> consumed_seen_;  // node ranks' Consumed counters as last read
+    std::unique_ptr<NodeSequence> own_seq_;  // without a shared one
+    NodeSequence *seq_;  // the block sequence, the Consumed counters as last read
     std::optional<NodeCall> call_;
 };
 

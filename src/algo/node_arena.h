@@ -1,4 +1,5 @@
-// The node allreduce's private layout of the node's shared segment:
+// The layout of the node's shared segment that the node allreduce and the other node
+// collectives (node_collective.h) share, on one block sequence (NodeSequence):
 // per local rank one cache line of progress counters and kMailSlots mailboxes of
 // kMailLines lines each (every line a sequence number and 48 bytes: a small message
 // travels with its flags, so that a reader's misses on its lines go out together rather
@@ -12,6 +13,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 namespace gpurdma::algo {
 
@@ -98,6 +100,18 @@ private:
 
     char *base_;
     NodeArenaLayout layout_;
+};
+
+// What carries over from call to call among every path over one arena (the node
+// allreduce and the other node collectives): the sequence number of the next arena
+// block, which every rank counts alike whatever collectives run in whatever order,
+// and the node ranks' Consumed counters as last read (they only grow: a remembered
+// value that suffices spares reading a line its rank keeps writing). One per arena,
+// owned by whoever creates the paths and passed to each by reference.
+struct NodeSequence {
+    explicit NodeSequence(int ranks) : consumed_seen(static_cast<size_t>(ranks), 0) {}
+    uint64_t next_block = 0;
+    std::vector<uint64_t> consumed_seen;
 };
 
 }  // namespace gpurdma::algo

@@ -29,6 +29,8 @@ struct RouteFacts {
     bool node_all_device = true;
     // A device kernel exists for the op and type (not long double).
     bool device_kernel = true;
+    // The call is an allreduce (the device paths' only collective so far).
+    bool allreduce = true;
     // The host path's plan runs this size hierarchically (only asked across nodes).
     bool host_hierarchical = false;
     // The communicator.

@@ -34,18 +34,26 @@ Selector::Selector(HostTeam &team) : team_(team)
     const plan::PlanParams &plan = team.plan();
     if (!plan::uses_node_allreduce(team.topology(), plan)) {
         schedules_ = std::make_unique<ScheduleAllreduce>(team);
+        collectives_ = std::make_unique<ScheduleCollective>(team);
         return;
     }
     const auto &members = team.node_members();
     const int ranks = static_cast<int>(members.size());
     const int index = static_cast<int>(std::lower_bound(members.begin(), members.end(), team.rank()) - members.begin());
-    node_ = std::make_unique<NodeAllreduce>(
-        NodeArena(team.segment()->base(), NodeAllreduce::layout(ranks, cfg.slots, plan.node_chunk)), members, index,
-        NodeAllreduce::direct_max(ranks, plan.small_msg_max), team.hosts());
+    const NodeArena arena(team.segment()->base(), NodeAllreduce::layout(ranks, cfg.slots, plan.node_chunk));
+    sequence_ = std::make_unique<NodeSequence>(ranks);
+    node_ = std::make_unique<NodeAllreduce>(arena, *sequence_, members, index,
+                                            NodeAllreduce::direct_max(ranks, plan.small_msg_max), team.hosts());
+    node_collectives_ =
+        std::make_unique<NodeCollective>(arena, *sequence_, members, index, team.hosts(), plan.small_msg_max);
 }
 
 Algorithm &Selector::choose(const Call &call)
 {
+    if (call.coll != plan::Coll::Allreduce) {
+        if (node_collectives_) return *node_collectives_;
+        return *collectives_;
+    }
     if (node_) return *node_;
     schedules_->set_algorithm(
         plan::choose_algorithm(team_.topology(), call.count * reduce::dtype_size(call.dtype), team_.plan()));

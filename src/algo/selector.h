@@ -10,7 +10,9 @@
 #include "algo/algorithm.h"
 #include "algo/host_team.h"
 #include "algo/node_allreduce.h"
+#include "algo/node_collective.h"
 #include "algo/schedule_allreduce.h"
+#include "algo/schedule_collective.h"
 #include "transport/shm_medium.h"
 
 namespace gpurdma::algo {
@@ -41,8 +43,11 @@ private:
     std::string describe_choices() const;
 
     HostTeam &team_;
-    std::unique_ptr<NodeAllreduce> node_;  // one node: every call
+    std::unique_ptr<NodeSequence> sequence_;  // one node: the arena's blocks, shared by the two below
+    std::unique_ptr<NodeAllreduce> node_;  // one node: every allreduce
+    std::unique_ptr<NodeCollective> node_collectives_;  // one node: the other collectives
     std::unique_ptr<ScheduleAllreduce> schedules_;  // otherwise
+    std::unique_ptr<ScheduleCollective> collectives_;  // the other collectives, where schedules run
 };
 
 }  // namespace gpurdma::algo

@@ -5,6 +5,7 @@
 #include <new>
 #include <stdexcept>
 
+#include "algo/call_spans.h"
 #include "core/comm.h"
 #include "core/context.h"
 #include "core/counters.h"
@@ -15,21 +16,47 @@
 
 namespace {
 
-// The argument checks every allreduce entry point shares; the call (sendbuf NULL: in place).
-gpurdma_status_t check_call(gpurdma_comm_t *comm, const void *sendbuf, void *recvbuf, size_t count,
-                            gpurdma_dtype_t dtype, gpurdma_op_t op, gpurdma::algo::Call *call)
+// The argument checks every entry point shares; the call (sendbuf NULL: in place).
+gpurdma_status_t check_call(gpurdma_comm_t *comm, const gpurdma_coll_args_t *args, gpurdma::algo::Call *call)
 {
-    if (!comm || (count > 0 && !recvbuf)) return GPURDMA_ERR_INVALID;
-    if (static_cast<unsigned>(dtype) >= GPURDMA_DTYPE_COUNT || static_cast<unsigned>(op) >= GPURDMA_OP_COUNT)
+    using gpurdma::plan::Coll;
+    if (!comm || !args || static_cast<unsigned>(args->coll) >= GPURDMA_COLL_COUNT) return GPURDMA_ERR_INVALID;
+    if (static_cast<unsigned>(args->dtype) >= GPURDMA_DTYPE_COUNT ||
+        static_cast<unsigned>(args->op) >= GPURDMA_OP_COUNT)
         return GPURDMA_ERR_UNSUPPORTED;
-    const bool in_place = sendbuf == nullptr || sendbuf == recvbuf;
+    const Coll coll = static_cast<Coll>(args->coll);
+    if ((coll == Coll::Bcast || coll == Coll::Reduce) && (args->root < 0 || args->root >= comm->size))
+        return GPURDMA_ERR_INVALID;
     *call = gpurdma::algo::Call{};
-    call->sendbuf = in_place ? nullptr : sendbuf;
-    call->recvbuf = recvbuf;
-    call->count = count;
-    call->dtype = dtype;
-    call->op = op;
+    call->coll = coll;
+    call->recvbuf = args->recvbuf;
+    call->count = args->count;
+    call->dtype = args->dtype;
+    call->op = args->op;
+    call->root = args->root;
+    if (coll == Coll::ReduceScatter && args->counts) call->counts.assign(args->counts, args->counts + comm->size);
+    const bool in_place = args->sendbuf == nullptr || args->sendbuf == args->recvbuf || coll == Coll::Bcast;
+    call->sendbuf = in_place ? nullptr : args->sendbuf;
+    // A receive buffer wherever this rank gets data.
+    const bool receives = coll != Coll::Reduce || args->root == comm->rank;
+    if (receives && !args->recvbuf && gpurdma::algo::recv_bytes(*call, comm->size, comm->rank) > 0)
+        return GPURDMA_ERR_INVALID;
+    if (!in_place && !args->sendbuf && gpurdma::algo::send_bytes(*call, comm->size, comm->rank) > 0)
+        return GPURDMA_ERR_INVALID;
     return GPURDMA_OK;
+}
+
+gpurdma_coll_args_t allreduce_args(const void *sendbuf, void *recvbuf, size_t count, gpurdma_dtype_t dtype,
+                                   gpurdma_op_t op)
+{
+    gpurdma_coll_args_t a{};
+    a.coll = GPURDMA_COLL_ALLREDUCE;
+    a.sendbuf = sendbuf;
+    a.recvbuf = recvbuf;
+    a.count = count;
+    a.dtype = dtype;
+    a.op = op;
+    return a;
 }
 
 template <class Body> gpurdma_status_t guarded(gpurdma_comm_t *comm, const char *what, Body body)
@@ -45,16 +72,15 @@ template <class Body> gpurdma_status_t guarded(gpurdma_comm_t *comm, const char 
     }
 }
 
-gpurdma_status_t create_request(gpurdma_request::Kind kind, gpurdma_comm_t *comm, const void *sendbuf, void *recvbuf,
-                                size_t count, gpurdma_dtype_t dtype, gpurdma_op_t op, gpurdma_complete_fn_t complete,
-                                void *arg, gpurdma_request_t **request)
+gpurdma_status_t create_request(gpurdma_request::Kind kind, gpurdma_comm_t *comm, const gpurdma_coll_args_t *args,
+                                gpurdma_complete_fn_t complete, void *arg, gpurdma_request_t **request)
 {
     if (!request) return GPURDMA_ERR_INVALID;
     *request = nullptr;
     gpurdma::algo::Call call;
-    const gpurdma_status_t checked = check_call(comm, sendbuf, recvbuf, count, dtype, op, &call);
+    const gpurdma_status_t checked = check_call(comm, args, &call);
     if (checked != GPURDMA_OK) return checked;
-    return guarded(comm, "starting a nonblocking or persistent allreduce",
+    return guarded(comm, "starting a nonblocking or persistent collective",
                    [&] { return comm->create(call, kind, complete, arg, request); });
 }
 
@@ -125,35 +151,59 @@ void gpurdma_comm_destroy(gpurdma_comm_t *comm)
     delete comm;
 }
 
+gpurdma_status_t gpurdma_collective(gpurdma_comm_t *comm, const gpurdma_coll_args_t *args)
+{
+    gpurdma::algo::Call call;
+    const gpurdma_status_t checked = check_call(comm, args, &call);
+    if (checked != GPURDMA_OK) return checked;
+    return guarded(comm, "planning the collective", [&] { return comm->run(call); });
+}
+
+gpurdma_status_t gpurdma_icollective(gpurdma_comm_t *comm, const gpurdma_coll_args_t *args,
+                                     gpurdma_complete_fn_t complete, void *arg, gpurdma_request_t **request)
+{
+    return create_request(gpurdma_request::Kind::Nonblocking, comm, args, complete, arg, request);
+}
+
+gpurdma_status_t gpurdma_collective_init(gpurdma_comm_t *comm, const gpurdma_coll_args_t *args,
+                                         gpurdma_complete_fn_t complete, void *arg, gpurdma_request_t **request)
+{
+    return create_request(gpurdma_request::Kind::Persistent, comm, args, complete, arg, request);
+}
+
 gpurdma_status_t gpurdma_allreduce(gpurdma_comm_t *comm, const void *sendbuf, void *recvbuf, size_t count,
                                    gpurdma_dtype_t dtype, gpurdma_op_t op)
 {
-    gpurdma::algo::Call call;
-    const gpurdma_status_t checked = check_call(comm, sendbuf, recvbuf, count, dtype, op, &call);
-    if (checked != GPURDMA_OK) return checked;
-    return guarded(comm, "planning the allreduce", [&] { return comm->allreduce(call); });
+    const gpurdma_coll_args_t args = allreduce_args(sendbuf, recvbuf, count, dtype, op);
+    return gpurdma_collective(comm, &args);
 }
 
 gpurdma_status_t gpurdma_iallreduce(gpurdma_comm_t *comm, const void *sendbuf, void *recvbuf, size_t count,
                                     gpurdma_dtype_t dtype, gpurdma_op_t op, gpurdma_complete_fn_t complete, void *arg,
                                     gpurdma_request_t **request)
 {
-    return create_request(gpurdma_request::Kind::Nonblocking, comm, sendbuf, recvbuf, count, dtype, op, complete, arg,
-                          request);
+    const gpurdma_coll_args_t args = allreduce_args(sendbuf, recvbuf, count, dtype, op);
+    return gpurdma_icollective(comm, &args, complete, arg, request);
 }
 
 gpurdma_status_t gpurdma_allreduce_init(gpurdma_comm_t *comm, const void *sendbuf, void *recvbuf, size_t count,
                                         gpurdma_dtype_t dtype, gpurdma_op_t op, gpurdma_complete_fn_t complete,
                                         void *arg, gpurdma_request_t **request)
 {
-    return create_request(gpurdma_request::Kind::Persistent, comm, sendbuf, recvbuf, count, dtype, op, complete, arg,
-                          request);
+    const gpurdma_coll_args_t args = allreduce_args(sendbuf, recvbuf, count, dtype, op);
+    return gpurdma_collective_init(comm, &args, complete, arg, request);
+}
+
+const char *gpurdma_coll_name(gpurdma_coll_t coll)
+{
+    static const char *const names[] = {"allreduce", "reduce_scatter", "allgather", "bcast", "reduce"};
+    return static_cast<unsigned>(coll) < GPURDMA_COLL_COUNT ? names[coll] : "?";
 }
 
 gpurdma_status_t gpurdma_request_start(gpurdma_request_t *request)
 {
     if (!request || !request->comm) return GPURDMA_ERR_INVALID;
-    return guarded(request->comm, "starting a persistent allreduce", [&] { return request->comm->start(*request); });
+    return guarded(request->comm, "starting a persistent collective", [&] { return request->comm->start(*request); });
 }
 
 int gpurdma_request_test(gpurdma_request_t *request)

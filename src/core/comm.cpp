@@ -6,6 +6,7 @@
 #include <thread>
 #include <utility>
 
+#include "algo/call_spans.h"
 #include "algo/host_team.h"
 #include "algo/selector.h"
 #include "core/counters.h"
@@ -28,7 +29,7 @@ gpurdma_comm::gpurdma_comm(gpurdma_context *ctx, const gpurdma_comm_params_t &pa
       size(params.size),
       bootstrap(params.bootstrap),
       name(params.name ? params.name : "communicator"),
-      staging_(name, ctx->config.timeout_s, &ctx->log, &buffers_,
+      staging_(name, size, rank, ctx->config.timeout_s, &ctx->log, &buffers_,
                [this](const gpurdma::algo::Call &host_call) -> gpurdma::algo::Algorithm * {
                    return size > 1 ? &selector_->choose(host_call) : nullptr;
                })
@@ -61,17 +62,21 @@ gpurdma_comm::~gpurdma_comm()
         persistent_.clear();
     }
     // Per-communicator counters: set-up work happens once, never per call.
-    if (stats.calls > 0 && context->log.enabled(rank == 0 ? 1 : 2))
+    const uint64_t others = stats.reduce_scatter_calls + stats.allgather_calls + stats.bcast_calls + stats.reduce_calls;
+    if (stats.calls + others > 0 && context->log.enabled(rank == 0 ? 1 : 2))
         context->log.log(
             rank == 0 ? 1 : 2,
-            "%s: rank %d freed after %llu calls (node %llu, ring %llu, recursive doubling %llu, "
-            "hierarchical %llu, nonblocking %llu, persistent %llu); set-ups %llu, UCX registrations %llu, "
-            "shared segments %llu, bytes sent %llu",
+            "%s: rank %d freed after %llu allreduce calls (node %llu, ring %llu, recursive doubling %llu, "
+            "hierarchical %llu, nonblocking %llu, persistent %llu), reduce-scatter %llu, allgather %llu, bcast %llu, "
+            "reduce %llu; set-ups %llu, UCX registrations %llu, shared segments %llu, bytes sent %llu",
             name.c_str(), rank, static_cast<unsigned long long>(stats.calls),
             static_cast<unsigned long long>(stats.node_calls), static_cast<unsigned long long>(stats.ring_calls),
             static_cast<unsigned long long>(stats.rd_calls), static_cast<unsigned long long>(stats.hier_calls),
             static_cast<unsigned long long>(stats.nonblocking_calls),
-            static_cast<unsigned long long>(stats.persistent_calls), static_cast<unsigned long long>(stats.setups),
+            static_cast<unsigned long long>(stats.persistent_calls),
+            static_cast<unsigned long long>(stats.reduce_scatter_calls),
+            static_cast<unsigned long long>(stats.allgather_calls), static_cast<unsigned long long>(stats.bcast_calls),
+            static_cast<unsigned long long>(stats.reduce_calls), static_cast<unsigned long long>(stats.setups),
             static_cast<unsigned long long>(stats.registrations), static_cast<unsigned long long>(stats.shm_segments),
             static_cast<unsigned long long>(stats.bytes_put));
     device_hier_.reset();
@@ -141,7 +146,9 @@ State gpurdma_comm::advance_call(gpurdma_request &r)
 void gpurdma_comm::finished(gpurdma_request &r)
 {
     r.algorithm->finish();
-    if (const auto counter = r.algorithm->counter()) tally(counter);  // none: a staged call on a single rank
+    // The algorithms' counters are allreduce's (none: a staged call on a single rank).
+    if (const auto counter = r.algorithm->counter(); counter && r.call.coll == gpurdma::plan::Coll::Allreduce)
+        tally(counter);
     if (team_ && r.phase != Phase::Device)
         tally(&gpurdma_comm_stats_t::bytes_put, team_->bytes_sent() - stats.bytes_put);
     r.algorithm = nullptr;
@@ -179,9 +186,10 @@ void gpurdma_comm::report(gpurdma_request &r, gpurdma_status_t status)
 void gpurdma_comm::conclude(gpurdma_request &r, State state, const Status &result)
 {
     if (state == State::Done) {
-        tally(&gpurdma_comm_stats_t::calls);
-        if (r.kind == Kind::Nonblocking) tally(&gpurdma_comm_stats_t::nonblocking_calls);
-        if (r.kind == Kind::Persistent) tally(&gpurdma_comm_stats_t::persistent_calls);
+        tally(call_counter(r.call));
+        const bool allreduce = r.call.coll == gpurdma::plan::Coll::Allreduce;
+        if (allreduce && r.kind == Kind::Nonblocking) tally(&gpurdma_comm_stats_t::nonblocking_calls);
+        if (allreduce && r.kind == Kind::Persistent) tally(&gpurdma_comm_stats_t::persistent_calls);
         report(r, GPURDMA_OK);
         return;
     }
@@ -207,7 +215,38 @@ void gpurdma_comm::enqueue(gpurdma_request &r)
     context->engine.activate(&calls_);
 }
 
-gpurdma_status_t gpurdma_comm::allreduce(const gpurdma::algo::Call &call)
+uint64_t gpurdma_comm_stats_t::*gpurdma_comm::call_counter(const gpurdma::algo::Call &call)
+{
+    using gpurdma::plan::Coll;
+    switch (call.coll) {
+        case Coll::ReduceScatter: return &gpurdma_comm_stats_t::reduce_scatter_calls;
+        case Coll::Allgather: return &gpurdma_comm_stats_t::allgather_calls;
+        case Coll::Bcast: return &gpurdma_comm_stats_t::bcast_calls;
+        case Coll::Reduce: return &gpurdma_comm_stats_t::reduce_calls;
+        case Coll::Allreduce: break;
+    }
+    return &gpurdma_comm_stats_t::calls;
+}
+
+bool gpurdma_comm::takes(const gpurdma::algo::Call &call) const
+{
+    using gpurdma::plan::Coll;
+    const gpurdma_config_t &cfg = context->config;
+    switch (call.coll) {
+        case Coll::ReduceScatter:
+            if (!cfg.reduce_scatter_enable) return false;
+            break;
+        case Coll::Allgather: return cfg.allgather_enable != 0;
+        case Coll::Bcast: return cfg.bcast_enable != 0;
+        case Coll::Reduce:
+            if (!cfg.reduce_enable) return false;
+            break;
+        case Coll::Allreduce: break;
+    }
+    return gpurdma::reduce::supported(call.op, call.dtype);
+}
+
+gpurdma_status_t gpurdma_comm::run(const gpurdma::algo::Call &call)
 {
     // The latency path: where no other thread can start or drive calls (context's
     // concurrent()), neither the concurrency check nor the engine lock is needed.
@@ -216,8 +255,8 @@ gpurdma_status_t gpurdma_comm::allreduce(const gpurdma::algo::Call &call)
     if (!starting.alone()) return GPURDMA_ERR_CONCURRENT;
     gpurdma::exec::EngineHold hold(calls_.engine(), concurrent);
     if (broken_) return GPURDMA_ERR_BROKEN;  // last_error still names the first failure
-    if (!gpurdma::reduce::supported(call.op, call.dtype)) return GPURDMA_ERR_UNSUPPORTED;
-    if (call.count == 0) return GPURDMA_OK;
+    if (!takes(call)) return GPURDMA_ERR_UNSUPPORTED;
+    if (gpurdma::algo::nothing_to_do(call, size)) return GPURDMA_OK;
     // GPU buffers arrive as raw pointers from a non-CUDA-aware Open MPI: recognise them
     // before anything touches them from the CPU.
     const bool device_buffers = buffers_.touches_device_memory({call.sendbuf, call.recvbuf});
@@ -265,9 +304,10 @@ gpurdma_status_t gpurdma_comm::create(const gpurdma::algo::Call &call, Kind kind
     if (!starting.alone()) return GPURDMA_ERR_CONCURRENT;
     std::lock_guard<gpurdma::exec::EngineLock> hold(calls_.engine());
     if (broken_) return GPURDMA_ERR_BROKEN;
-    if (!gpurdma::reduce::supported(call.op, call.dtype)) return GPURDMA_ERR_UNSUPPORTED;
-    const bool device_buffers = call.count > 0 && buffers_.touches_device_memory({call.sendbuf, call.recvbuf});
-    if (call.count > 0) {
+    if (!takes(call)) return GPURDMA_ERR_UNSUPPORTED;
+    const bool moves = !gpurdma::algo::nothing_to_do(call, size);
+    const bool device_buffers = moves && buffers_.touches_device_memory({call.sendbuf, call.recvbuf});
+    if (moves) {
         const Status ready = prepare(call, device_buffers, kind);
         if (ready.is_unsupported()) return GPURDMA_ERR_UNSUPPORTED;
         if (!ready.is_ok()) return fail(ready.code(), ready.message());

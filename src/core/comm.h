@@ -42,8 +42,8 @@ struct gpurdma_comm final : private gpurdma::exec::CallQueue::Owner {
     // persistent requests the caller still holds, then releases everything.
     ~gpurdma_comm();
 
-    // The C API's calls (core/api.cpp has the argument checks).
-    gpurdma_status_t allreduce(const gpurdma::algo::Call &call);
+    // The C API's calls (core/api.cpp has the argument checks): any collective, blocking.
+    gpurdma_status_t run(const gpurdma::algo::Call &call);
     // A nonblocking call (queued and started now) or a persistent one (planned, inactive).
     gpurdma_status_t create(const gpurdma::algo::Call &call, gpurdma_request::Kind kind, gpurdma_complete_fn_t complete,
                             void *arg, gpurdma_request **out);
@@ -66,6 +66,12 @@ private:
     // Unsupported (the same on every rank) hands it on. plan_ahead: the persistent
     // call's algorithm and schedule too.
     gpurdma::Status prepare(const gpurdma::algo::Call &call, bool device, gpurdma_request::Kind kind);
+    // Whether this communicator takes the call at all (before any buffer is touched): the
+    // op and type (reductions), the collective switched on; the same answer on every rank.
+    bool takes(const gpurdma::algo::Call &call) const;
+    // The counter a completed call adds to besides the algorithm's: calls (allreduce) or
+    // its collective's.
+    static uint64_t gpurdma_comm_stats_t::*call_counter(const gpurdma::algo::Call &call);
     // The host team on first use; unsupported (now and for every later call) if it declined.
     gpurdma::Status ensure_host_team();
     gpurdma::algo::DeviceAllreduce &device();

@@ -5,6 +5,7 @@
 
 #include <cstring>
 
+#include "algo/call_spans.h"
 #include "algo/host_team.h"
 #include "algo/selector.h"
 #include "core/counters.h"
@@ -102,8 +103,7 @@ State gpurdma_comm::begin_host(gpurdma_request &r)
     ++r.moves;
     r.phase = Phase::Host;
     if (size == 1) {  // a single rank: its data is the result
-        if (!call.in_place())
-            std::memmove(call.recvbuf, call.sendbuf, call.count * gpurdma::reduce::dtype_size(call.dtype));
+        gpurdma::algo::single_rank(call);
         r.algorithm = nullptr;
         return State::Done;
     }
@@ -113,13 +113,14 @@ State gpurdma_comm::begin_host(gpurdma_request &r)
     r.algorithm = &algorithm;
     // Not from the progress thread: the caller's logging is only for its own threads.
     if (context->log.enabled(2) && !context->on_progress_thread())
-        context->log.log(
-            2, "%s: allreduce %zu x %s %s: %s%s (call %llu; registrations so far %llu)", name.c_str(), call.count,
-            gpurdma_dtype_name(call.dtype), gpurdma_op_name(call.op), algorithm.describe_call().c_str(),
-            r.kind == Kind::Nonblocking  ? ", nonblocking"
-            : r.kind == Kind::Persistent ? ", persistent"
-                                         : "",
-            static_cast<unsigned long long>(stats.calls + 1), static_cast<unsigned long long>(stats.registrations));
+        context->log.log(2, "%s: %s %zu x %s %s: %s%s (call %llu; registrations so far %llu)", name.c_str(),
+                         gpurdma::plan::coll_name(call.coll), call.count, gpurdma_dtype_name(call.dtype),
+                         call.reduces() ? gpurdma_op_name(call.op) : "", algorithm.describe_call().c_str(),
+                         r.kind == Kind::Nonblocking  ? ", nonblocking"
+                         : r.kind == Kind::Persistent ? ", persistent"
+                                                      : "",
+                         static_cast<unsigned long long>(stats.calls + 1),
+                         static_cast<unsigned long long>(stats.registrations));
     return State::Running;
 }
 
@@ -132,15 +133,16 @@ State gpurdma_comm::begin_staged(gpurdma_request &r)
     if (!in.is_ok()) return failed(r, in);
     r.algorithm = &staging_;
     if (context->log.enabled(2) && !context->on_progress_thread())
-        context->log.log(2, "%s: allreduce %zu x %s %s on GPU buffers: %s (call %llu)", name.c_str(), r.call.count,
-                         gpurdma_dtype_name(r.call.dtype), gpurdma_op_name(r.call.op), staging_.describe_call().c_str(),
+        context->log.log(2, "%s: %s %zu x %s %s on GPU buffers: %s (call %llu)", name.c_str(),
+                         gpurdma::plan::coll_name(r.call.coll), r.call.count, gpurdma_dtype_name(r.call.dtype),
+                         r.call.reduces() ? gpurdma_op_name(r.call.op) : "", staging_.describe_call().c_str(),
                          static_cast<unsigned long long>(stats.calls + 1));
     return State::Running;
 }
 
 State gpurdma_comm::begin(gpurdma_request &r)
 {
-    if (r.call.count == 0) {  // nothing to reduce; it still takes its turn
+    if (gpurdma::algo::nothing_to_do(r.call, size)) {  // nothing to move; it still takes its turn
         ++r.moves;
         return State::Done;
     }
@@ -148,6 +150,9 @@ State gpurdma_comm::begin(gpurdma_request &r)
     const gpurdma::algo::CallKinds *kinds = team_ ? team_->call_kinds() : nullptr;
     if (kinds) kinds->post(r.number, r.device);
     if (!r.device) return begin_host(r);
+    // The other collectives have no device path: their GPU buffers always stage, with no
+    // agreement (a bcast's root may have begun a later call while a peer decides this one).
+    if (r.call.coll != gpurdma::plan::Coll::Allreduce) return stage_declined(r);
     ++r.moves;
     if (!kinds) return begin_routed(r, true);
     r.phase = Phase::Agreeing;
@@ -190,6 +195,7 @@ gpurdma::algo::RouteFacts gpurdma_comm::route_facts(const gpurdma_request &r, bo
 {
     gpurdma::algo::RouteFacts f;
     f.bytes = r.call.count * gpurdma::reduce::dtype_size(r.call.dtype);
+    f.allreduce = r.call.coll == gpurdma::plan::Coll::Allreduce;
     f.device_buffers = r.device;
     f.node_all_device = node_all_device;
     f.device_kernel = gpurdma::reduce::device::device_supported(r.call.op, r.call.dtype);

@@ -107,6 +107,15 @@ const gpurdma_param_info_t kTable[] = {
     number("timeout", DOUBLE, FIELD(timeout_s), 60.0, above(0, 86400, "is not in (0, 86400]"), kLocal, 6,
            "Seconds a collective waits on a peer before it fails with an error naming the "
            "stage and the peer"),
+    number("reduce_scatter_enable", INT, FIELD(reduce_scatter_enable), 1, in(0, 1, "is not 0 or 1"), kAllRanks, 5,
+           "1: MPI_Reduce_scatter_block and MPI_Reduce_scatter (blocking, nonblocking, persistent) run in "
+           "gpurdma; 0: they go to the previous module (every rank must agree)"),
+    number("allgather_enable", INT, FIELD(allgather_enable), 1, in(0, 1, "is not 0 or 1"), kAllRanks, 5,
+           "1: MPI_Allgather (blocking, nonblocking, persistent) runs in gpurdma; 0: the previous module's"),
+    number("bcast_enable", INT, FIELD(bcast_enable), 1, in(0, 1, "is not 0 or 1"), kAllRanks, 5,
+           "1: MPI_Bcast (blocking, nonblocking, persistent) runs in gpurdma; 0: the previous module's"),
+    number("reduce_enable", INT, FIELD(reduce_enable), 1, in(0, 1, "is not 0 or 1"), kAllRanks, 5,
+           "1: MPI_Reduce (blocking, nonblocking, persistent) runs in gpurdma; 0: the previous module's"),
     number("progress_thread", INT, FIELD(progress_thread), 0, in(0, 1, "is not 0 or 1"), kLocal, 6,
            "1: a thread of gpurdma's advances MPI_Iallreduce and persistent allreduce calls while the "
            "application computes between MPI calls (started by the first such call; it polls while calls are in "

@@ -94,6 +94,13 @@ std::vector<int> peers(const topo::Topology &t, int rank)
             if (owner(t, node, sl) != rank) continue;
             const Group g = rail(t, sl, node);
             for (int k : neighbors(g.size(), g.me)) out.push_back(g.ranks[static_cast<size_t>(k)]);
+            // Binomial trees rotated to any root (bcast, reduce: plan/coll_trees.h):
+            // the members at distance 2^j either way around the rail.
+            const int n = g.size();
+            for (int d = 1; d < n; d <<= 1) {
+                out.push_back(g.ranks[static_cast<size_t>((g.me + d) % n)]);
+                out.push_back(g.ranks[static_cast<size_t>((g.me + n - d) % n)]);
+            }
         }
     }
     std::sort(out.begin(), out.end());

@@ -16,6 +16,8 @@ const char *phase_name(Phase phase)
         case Phase::Calibration: return "cost-model calibration";
         case Phase::StageOut: return "copy to host";
         case Phase::StageBack: return "copy back to the GPU";
+        case Phase::TreeBcast: return "tree bcast";
+        case Phase::TreeReduce: return "tree reduce";
     }
     return "unknown";
 }

@@ -37,6 +37,8 @@ enum class Phase : uint8_t {
     Calibration,  // set-up: ping-pong that measures the cost model's links
     StageOut,  // a GPU unit's copy into host memory for the rail
     StageBack,  // the rail's result copied back into GPU memory
+    TreeBcast,  // bcast down a tree (plan/coll_trees.h)
+    TreeReduce,  // reduce up a tree
 };
 
 const char *phase_name(Phase phase);

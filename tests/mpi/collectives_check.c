@@ -42,7 +42,9 @@
  *
  * Usage: collectives_check [--quick] [--lite] [--rep-only] [--strict] [--seed N] [--print N] [--verbose]
  *                          [--only SECTION,...] [--expect-used] [--require-pvars] [--trace]
- *                          [--no-mpich-workaround]
+ *                          [--no-mpich-workaround] [--expect-declined COLL,...]
+ *   --expect-declined: with --expect-used, these collectives' counters must stay 0 (the
+ *   component's coll_gpurdma_<coll>_enable 0 sends them to the previous module).
  */
 #include <mpi.h>
 
@@ -650,8 +652,8 @@ static void blocking_moves(int ci)
     }
 }
 
-/* --lite (the namespace cluster, where every message costs about 1 ms): world, the
- * the split with reversed key order only. */
+/* --lite (the namespace cluster, where every message costs about 1 ms): world and the
+ * split with reversed key order only. */
 static bool lite_skips(int ci)
 {
     return g_lite && (ci == 1 || ci == 2 || ci == 4);
@@ -907,6 +909,24 @@ static const char *const g_pvar_names[2][5] = {
 };
 static pvars g_pvars[2];
 
+static const char *g_declined; /* --expect-declined: collectives gpurdma must not have served */
+
+static bool in_list(const char *list, const char *name)
+{
+    size_t n = strlen(name);
+    if (!list)
+        return false;
+    for (const char *p = list; (p = strstr(p, name)) != NULL; p += n)
+        if ((p == list || p[-1] == ',') && (p[n] == ',' || p[n] == 0))
+            return true;
+    return false;
+}
+
+static bool declined(const char *name)
+{
+    return in_list(g_declined, name);
+}
+
 static void check_counters(bool expect_used, bool require)
 {
     /* per collective: found anywhere (1/0), growth */
@@ -948,6 +968,14 @@ static void check_counters(bool expect_used, bool require)
         }
         if (alias)
             continue;
+        if (declined(coll_short[k])) {
+            /* Switched off (coll_gpurdma_<coll>_enable 0): every call went to the previous module. */
+            if (mine[k][1] != 0)
+                fail("--expect-declined: gpurdma counted %lld %s calls on this rank", mine[k][1], coll_name[k]);
+            else
+                g_passed++;
+            continue;
+        }
         if (g_calls[k] && mine[k][1] == 0)
             fail("GPURDMA_EXPECT_USED=1: gpurdma's counter for %s is 0 on this rank after %lld calls", coll_name[k],
                  g_calls[k]);
@@ -1012,6 +1040,8 @@ int main(int argc, char **argv)
             g_seed = strtoull(argv[++i], NULL, 0);
         } else if (!strcmp(argv[i], "--print") && i + 1 < argc) {
             max_printed_failures = strtoll(argv[++i], NULL, 0);
+        } else if (!strcmp(argv[i], "--expect-declined") && i + 1 < argc) {
+            g_declined = argv[++i];
         } else if (!strcmp(argv[i], "--only") && i + 1 < argc) {
             g_only = argv[++i];
         } else {

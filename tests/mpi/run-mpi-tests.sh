@@ -155,20 +155,21 @@ run "nonblocking np=4 component off (libnbc)" off 120 -- -np 4 --mca op ^avx "$b
 # The collectives beyond allreduce (collectives_check): MPI_Reduce_scatter(_block),
 # MPI_Allgather, MPI_Bcast, MPI_Reduce over the type x op matrix, every root, in place,
 # on dup/split communicators, nonblocking and persistent batches beside MPI_Iallreduce.
-# Until gpurdma serves them all the previous module (Open MPI's ops) answers, hence
-# op ^avx and no --strict; GPURDMA_EXPECT_USED=1 checks gpurdma's per-collective MPI_T
-# counters where the component has them (a missing one is a note; set
-# GPURDMA_REQUIRE_COLL_PVARS=1 once all exist).
-coll_on=("${on[@]}" --mca op ^avx -x GPURDMA_EXPECT_USED=1 --mca coll_gpurdma_timeout 20)
+# Declined calls go to the previous module (Open MPI's ops), hence op ^avx and no --strict;
+# GPURDMA_EXPECT_USED=1 checks gpurdma's per-collective MPI_T counters grew on every rank.
+coll_on=("${on[@]}" --mca op ^avx -x GPURDMA_EXPECT_USED=1 -x GPURDMA_REQUIRE_COLL_PVARS=1 --mca coll_gpurdma_timeout 20)
 run "collectives np=2" used 180 -- -np 2 "${coll_on[@]}" "$bin/collectives_check"
 run "collectives np=3" used 180 -- -np 3 "${coll_on[@]}" "$bin/collectives_check" --quick
 run "collectives np=4" used 180 -- -np 4 "${coll_on[@]}" "$bin/collectives_check" --quick
 run "collectives np=4 ring only" used 180 -- -np 4 "${coll_on[@]}" --mca coll_gpurdma_algorithm ring \
     "$bin/collectives_check" --lite
+run "collectives np=4 2x2 logical nodes" used 180 -- -np 4 "${coll_on[@]}" --mca coll_gpurdma_logical_nodes 2 \
+    "$bin/collectives_check" --quick
 run "collectives np=3 component off" off 180 -- -np 3 --mca op ^avx "$bin/collectives_check" --quick
-# TODO(integrator): declines, once the enables exist, e.g.
-# run "collectives np=3 bcast declined" used 180 -- -np 3 "${coll_on[@]}" --mca coll_gpurdma_bcast_enable 0 \
-#     "$bin/collectives_check" --quick   (gpurdma_bcast_calls must stay 0: a fallback expectation)
+# Switched off per collective: those calls all go to the previous module.
+run "collectives np=3 bcast and reduce switched off" used 180 -- -np 3 "${coll_on[@]}" \
+    --mca coll_gpurdma_bcast_enable 0 --mca coll_gpurdma_reduce_enable 0 "$bin/collectives_check" --quick \
+    --only blocking,nonblocking --expect-declined bcast,reduce
 
 # MPI_THREAD_MULTIPLE: threads x communicators x sizes x ops, blocking and nonblocking;
 # with gpurdma also two threads on one communicator (one call refused).

@@ -128,28 +128,26 @@ SimulationResult simulate(const topo::Topology &topo, const std::vector<std::vec
     return simulate_schedules(topo, schedules, inputs, count, dtype, op, in_place, slots);
 }
 
-SimulationResult simulate_schedules(const topo::Topology &topo, const std::vector<plan::Schedule> &schedules,
-                                    const std::vector<std::vector<char>> &inputs, size_t count, gpurdma_dtype_t dtype,
-                                    gpurdma_op_t op, bool in_place, int slots, const LocalWorkFor &work,
-                                    const ExecutorSetup &setup)
+namespace {
+
+// Runs schedules[r] for every rank r with send buffer sends[r] (nullptr: in place) over
+// result->outputs (the receive buffers, already sized and filled); stages[r], when
+// given, is rank r's Stage buffer.
+void run_all(const topo::Topology &topo, const std::vector<plan::Schedule> &schedules,
+             const std::vector<const char *> &sends, std::vector<std::vector<char>> *stages, gpurdma_dtype_t dtype,
+             gpurdma_op_t op, int slots, const LocalWorkFor &work, const ExecutorSetup &setup, SimulationResult &result)
 {
-    SimulationResult result;
-    const int size = static_cast<int>(inputs.size());
-    const size_t elem = reduce::dtype_size(dtype);
+    const int size = static_cast<int>(schedules.size());
     Fabric fabric(slots);
     std::vector<std::unique_ptr<SimTransport>> transports;
     std::vector<std::unique_ptr<Executor>> executors;
-    result.outputs.resize(size);
-    for (int r = 0; r < size; ++r) {
-        result.outputs[r].assign(count * elem, 0);
-        if (in_place) result.outputs[r] = inputs[r];
-    }
     for (int r = 0; r < size; ++r) {
         transports.push_back(std::make_unique<SimTransport>(fabric, r, size, plan::peers(topo, r)));
         exec::LocalWork *w = work ? work(r) : nullptr;
-        executors.push_back(std::make_unique<Executor>(schedules[r], *transports[r], op, dtype,
-                                                       in_place ? nullptr : inputs[r].data(), result.outputs[r].data(),
+        executors.push_back(std::make_unique<Executor>(schedules[r], *transports[r], op, dtype, sends[r],
+                                                       result.outputs[r].data(),
                                                        w ? *w : exec::HostLocalWork::instance()));
+        if (stages) executors.back()->set_stage((*stages)[r].data());
         if (setup) setup(r, *executors.back(), result.outputs);
     }
     std::vector<bool> done(size, false);
@@ -168,7 +166,7 @@ SimulationResult simulate_schedules(const topo::Topology &topo, const std::vecto
             if (st == State::Failed || transports[r]->mismatch()) {
                 const std::string &why = executors[r]->error();
                 result.error = "rank " + std::to_string(r) + ": " + (why.empty() ? transports[r]->error() : why);
-                return result;
+                return;
             }
             // Local work still running finishes on its own: the rank is not stuck.
             if (executors[r]->position() != before || executors[r]->working()) moved = true;
@@ -188,7 +186,7 @@ SimulationResult simulate_schedules(const topo::Topology &topo, const std::vecto
                                 plan::step_kind_name(s->kind) + " peer " + std::to_string(s->peer) + ")";
                 break;
             }
-            return result;
+            return;
         }
     }
     // Every message sent must have been consumed.
@@ -196,10 +194,47 @@ SimulationResult simulate_schedules(const topo::Topology &topo, const std::vecto
         for (int b = 0; b < size; ++b)
             if (a != b && !fabric.channel(a, b).queue.empty()) {
                 result.error = "unconsumed message from rank " + std::to_string(a) + " to " + std::to_string(b);
-                return result;
+                return;
             }
     result.messages = fabric.messages;
     result.ok = true;
+}
+
+}  // namespace
+
+SimulationResult simulate_schedules(const topo::Topology &topo, const std::vector<plan::Schedule> &schedules,
+                                    const std::vector<std::vector<char>> &inputs, size_t count, gpurdma_dtype_t dtype,
+                                    gpurdma_op_t op, bool in_place, int slots, const LocalWorkFor &work,
+                                    const ExecutorSetup &setup)
+{
+    SimulationResult result;
+    const size_t elem = reduce::dtype_size(dtype);
+    std::vector<const char *> sends;
+    result.outputs.resize(inputs.size());
+    for (size_t r = 0; r < inputs.size(); ++r) {
+        result.outputs[r].assign(count * elem, 0);
+        if (in_place) result.outputs[r] = inputs[r];
+        sends.push_back(in_place ? nullptr : inputs[r].data());
+    }
+    run_all(topo, schedules, sends, nullptr, dtype, op, slots, work, setup, result);
+    return result;
+}
+
+SimulationResult simulate_buffers(const topo::Topology &topo, const std::vector<plan::Schedule> &schedules,
+                                  const std::vector<std::vector<char>> &sends,
+                                  const std::vector<std::vector<char>> &receives, gpurdma_dtype_t dtype,
+                                  gpurdma_op_t op, bool in_place, int slots)
+{
+    SimulationResult result;
+    result.outputs = receives;
+    std::vector<const char *> send_ptrs;
+    std::vector<std::vector<char>> stages;
+    for (size_t r = 0; r < schedules.size(); ++r) {
+        send_ptrs.push_back(in_place ? nullptr : sends[r].data());
+        // Filler, not zeros: an accumulator read before it is written shows.
+        stages.emplace_back(schedules[r].stage_bytes, char(0x77));
+    }
+    run_all(topo, schedules, send_ptrs, &stages, dtype, op, slots, {}, {}, result);
     return result;
 }
 

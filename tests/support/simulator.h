@@ -54,4 +54,13 @@ SimulationResult simulate_schedules(const topo::Topology &topo, const std::vecto
                                     gpurdma_op_t op, bool in_place, int slots, const LocalWorkFor &work = {},
                                     const ExecutorSetup &setup = {});
 
+// Runs the given schedules (the collectives': plan/collective.h) on buffers of any
+// sizes: sends[r] is rank r's send buffer (unused in place: Send aliases Recv),
+// receives[r] its receive buffer as the call starts; each executor gets a Stage buffer
+// of its schedule's stage_bytes (filled with 0x77). outputs: the receive buffers at the end.
+SimulationResult simulate_buffers(const topo::Topology &topo, const std::vector<plan::Schedule> &schedules,
+                                  const std::vector<std::vector<char>> &sends,
+                                  const std::vector<std::vector<char>> &receives, gpurdma_dtype_t dtype,
+                                  gpurdma_op_t op, bool in_place, int slots);
+
 }  // namespace gpurdma::testing

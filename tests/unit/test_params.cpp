@@ -226,9 +226,11 @@ TEST(Params, TheAgreedRowsAreTheOnesThatShapeThePlan)
     for (int i = 0; i < gpurdma_param_count(); ++i)
         if (gpurdma_param_info(i)->agreed) agreed.insert(gpurdma_param_info(i)->name);
     // device_stage_max picks each GPU-buffer call's path by its size: every rank alike.
-    const std::set<std::string> expected = {"slots",           "chunk_size", "node_chunk_size", "small_msg_max",
-                                            "net_alpha_us",    "net_gbps",   "shm_alpha_us",    "shm_gbps",
-                                            "reduce_gbps",     "calibrate",  "algorithm",       "logical_nodes",
-                                            "device_stage_max"};
+    // The <coll>_enable rows decide whether gpurdma or the previous module runs a call.
+    const std::set<std::string> expected = {
+        "slots",        "chunk_size",    "node_chunk_size",  "small_msg_max",         "net_alpha_us",
+        "net_gbps",     "shm_alpha_us",  "shm_gbps",         "reduce_gbps",           "calibrate",
+        "algorithm",    "logical_nodes", "device_stage_max", "reduce_scatter_enable", "allgather_enable",
+        "bcast_enable", "reduce_enable"};
     EXPECT_EQ(agreed, expected);
 }

@@ -53,6 +53,36 @@ typedef struct mca_coll_gpurdma_module {
     mca_coll_base_module_t *prev_iallreduce_module;
     mca_coll_base_module_allreduce_init_fn_t prev_allreduce_init;
     mca_coll_base_module_t *prev_allreduce_init_module;
+    /* The other collectives' previous functions (coll_gpurdma_collectives.c), retained.
+     * The nonblocking and persistent ones may be NULL. */
+    mca_coll_base_module_reduce_scatter_block_fn_t prev_reduce_scatter_block;
+    mca_coll_base_module_t *prev_reduce_scatter_block_module;
+    mca_coll_base_module_reduce_scatter_fn_t prev_reduce_scatter;
+    mca_coll_base_module_t *prev_reduce_scatter_module;
+    mca_coll_base_module_bcast_fn_t prev_bcast;
+    mca_coll_base_module_t *prev_bcast_module;
+    mca_coll_base_module_reduce_fn_t prev_reduce;
+    mca_coll_base_module_t *prev_reduce_module;
+    mca_coll_base_module_ireduce_scatter_block_fn_t prev_ireduce_scatter_block;
+    mca_coll_base_module_t *prev_ireduce_scatter_block_module;
+    mca_coll_base_module_ireduce_scatter_fn_t prev_ireduce_scatter;
+    mca_coll_base_module_t *prev_ireduce_scatter_module;
+    mca_coll_base_module_iallgather_fn_t prev_iallgather;
+    mca_coll_base_module_t *prev_iallgather_module;
+    mca_coll_base_module_ibcast_fn_t prev_ibcast;
+    mca_coll_base_module_t *prev_ibcast_module;
+    mca_coll_base_module_ireduce_fn_t prev_ireduce;
+    mca_coll_base_module_t *prev_ireduce_module;
+    mca_coll_base_module_reduce_scatter_block_init_fn_t prev_reduce_scatter_block_init;
+    mca_coll_base_module_t *prev_reduce_scatter_block_init_module;
+    mca_coll_base_module_reduce_scatter_init_fn_t prev_reduce_scatter_init;
+    mca_coll_base_module_t *prev_reduce_scatter_init_module;
+    mca_coll_base_module_allgather_init_fn_t prev_allgather_init;
+    mca_coll_base_module_t *prev_allgather_init_module;
+    mca_coll_base_module_bcast_init_fn_t prev_bcast_init;
+    mca_coll_base_module_t *prev_bcast_init_module;
+    mca_coll_base_module_reduce_init_fn_t prev_reduce_init;
+    mca_coll_base_module_t *prev_reduce_init_module;
     int set_up; /* the core's set-up of this communicator is done (sticky, atomic) */
     char name[96];
 } mca_coll_gpurdma_module_t;
@@ -73,6 +103,35 @@ int mca_coll_gpurdma_allreduce_init(const void *sbuf, void *rbuf, gpurdma_coll_c
                                     struct ompi_datatype_t *dtype, struct ompi_op_t *op,
                                     struct ompi_communicator_t *comm, struct ompi_info_t *info,
                                     ompi_request_t **request, mca_coll_base_module_t *module);
+/* One call of the other collectives as MPI made it (MPI_IN_PLACE kept): what the
+ * previous module is called with, and what the core's arguments are made from. */
+typedef struct mca_coll_gpurdma_call {
+    gpurdma_coll_t coll;
+    const void *sbuf;
+    void *rbuf;
+    gpurdma_coll_count_t scount; /* allgather's send count; bcast, reduce: the count */
+    struct ompi_datatype_t *sdtype; /* the reductions' and bcast's datatype; allgather's send type */
+    gpurdma_coll_count_t rcount; /* allgather's receive count; reduce_scatter_block's count */
+    struct ompi_datatype_t *rdtype; /* allgather's receive type */
+    const int *rcounts; /* reduce_scatter (v); NULL for the block form */
+    struct ompi_op_t *op;
+    int root;
+} mca_coll_gpurdma_call_t;
+
+/* The previous module's blocking call, on host copies of GPU buffers (coll_gpurdma_collectives.c). */
+int mca_coll_gpurdma_previous_call(mca_coll_gpurdma_module_t *m, const mca_coll_gpurdma_call_t *c, const char *why);
+/* Whether a nonblocking call may run the communicator's set-up (coll_gpurdma_request.c). */
+bool mca_coll_gpurdma_may_set_up(mca_coll_gpurdma_module_t *m, gpurdma_coll_count_t count);
+
+#if OMPI_MAJOR_VERSION < 6
+/* MPI_Reduce_scatter_block, MPI_Reduce_scatter, MPI_Allgather, MPI_Bcast, MPI_Reduce and
+ * their nonblocking and persistent forms (coll_gpurdma_collectives.c). Not on 6.x, whose
+ * count arrays differ (the base's functions stay there). */
+void mca_coll_gpurdma_install_collectives(mca_coll_gpurdma_module_t *m);
+void mca_coll_gpurdma_save_previous_collectives(mca_coll_gpurdma_module_t *m, struct ompi_communicator_t *comm);
+#endif
+void mca_coll_gpurdma_release_previous_collectives(mca_coll_gpurdma_module_t *m);
+
 /* Initialises the component's object classes, in open (one thread): opal_obj_new's first
  * use of a class initialises it behind an unlocked check that two threads' first
  * MPI_Iallreduce would race on (ThreadSanitizer saw it). */

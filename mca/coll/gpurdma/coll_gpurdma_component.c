@@ -85,6 +85,13 @@ static void register_counters(void)
          offsetof(gpurdma_comm_stats_t, nonblocking_calls)},
         {"persistent_calls", "Of the calls, persistent allreduce starts (MPI_Start) completed by gpurdma",
          offsetof(gpurdma_comm_stats_t, persistent_calls)},
+        {"reduce_scatter_calls", "MPI_Reduce_scatter(_block) calls (any form) completed by gpurdma",
+         offsetof(gpurdma_comm_stats_t, reduce_scatter_calls)},
+        {"allgather_calls", "MPI_Allgather calls (any form) completed by gpurdma",
+         offsetof(gpurdma_comm_stats_t, allgather_calls)},
+        {"bcast_calls", "MPI_Bcast calls (any form) completed by gpurdma", offsetof(gpurdma_comm_stats_t, bcast_calls)},
+        {"reduce_calls", "MPI_Reduce calls (any form) completed by gpurdma",
+         offsetof(gpurdma_comm_stats_t, reduce_calls)},
     };
     for (size_t i = 0; i < sizeof counters / sizeof counters[0]; i++)
         (void)mca_base_component_pvar_register(&mca_coll_gpurdma_component.collm_version, counters[i].name,

@@ -8,8 +8,10 @@
 #include "coll_gpurdma.h"
 
 #include <limits.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "ompi/datatype/ompi_datatype.h"
 
@@ -25,6 +27,10 @@ static void module_construct(mca_coll_gpurdma_module_t *m)
     m->prev_iallreduce_module = NULL;
     m->prev_allreduce_init = NULL;
     m->prev_allreduce_init_module = NULL;
+    /* The other collectives' previous functions, up to set_up: none yet. */
+    memset(
+        &m->prev_reduce_scatter_block, 0,
+        offsetof(mca_coll_gpurdma_module_t, set_up) - offsetof(mca_coll_gpurdma_module_t, prev_reduce_scatter_block));
     m->set_up = 0;
     m->name[0] = '\0';
     /* Modules come and go in whichever thread creates or frees a communicator. */
@@ -53,6 +59,7 @@ static void module_destruct(mca_coll_gpurdma_module_t *m)
     RELEASE_PREVIOUS(m, allgather);
     RELEASE_PREVIOUS(m, iallreduce);
     RELEASE_PREVIOUS(m, allreduce_init);
+    mca_coll_gpurdma_release_previous_collectives(m);
     __atomic_sub_fetch(&mca_coll_gpurdma_globals.live_modules, 1, __ATOMIC_ACQ_REL);
     mca_coll_gpurdma_release_context();
 }
@@ -84,6 +91,9 @@ static int module_enable(mca_coll_base_module_t *module, struct ompi_communicato
     /* NULL if no lower module has them: the blocking fallback then runs in their place. */
     SAVE_PREVIOUS(m, comm, iallreduce);
     SAVE_PREVIOUS(m, comm, allreduce_init);
+#if OMPI_MAJOR_VERSION < 6
+    mca_coll_gpurdma_save_previous_collectives(m, comm);
+#endif
 
     const char *comm_name = gpurdma_comm_name(comm);
     if (comm_name[0]) snprintf(m->name, sizeof m->name, "%s (cid %u)", comm_name, gpurdma_comm_cid(comm));
@@ -153,6 +163,9 @@ mca_coll_base_module_t *mca_coll_gpurdma_comm_query(struct ompi_communicator_t *
     m->super.coll_allreduce = mca_coll_gpurdma_allreduce;
     m->super.coll_iallreduce = mca_coll_gpurdma_iallreduce;
     m->super.coll_allreduce_init = mca_coll_gpurdma_allreduce_init;
+#if OMPI_MAJOR_VERSION < 6
+    mca_coll_gpurdma_install_collectives(m);
+#endif
 #if GPURDMA_COLL_MODULE_INSTALLS
     m->super.coll_module_disable = module_disable;
 #endif

@@ -20,6 +20,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 #include "ompi/datatype/ompi_datatype.h"
 
@@ -47,6 +48,7 @@ static void request_construct(mca_coll_gpurdma_request_t *r)
     r->count = 0;
     r->dtype = NULL;
     r->op = NULL;
+    r->call = NULL;
     r->inner = NULL;
 }
 
@@ -59,6 +61,14 @@ static void request_destruct(mca_coll_gpurdma_request_t *r)
     if (r->op) OBJ_RELEASE(r->op);
     r->dtype = NULL;
     r->op = NULL;
+    if (r->call) {
+        if (r->call->sdtype) OBJ_RELEASE(r->call->sdtype);
+        if (r->call->rdtype) OBJ_RELEASE(r->call->rdtype);
+        if (r->call->op) OBJ_RELEASE(r->call->op);
+        free((void *)r->call->rcounts);
+        free(r->call);
+        r->call = NULL;
+    }
     /* May be the module's last reference (its communicator already freed). */
     if (r->module) OBJ_RELEASE(r->module);
     r->module = NULL;
@@ -194,7 +204,9 @@ static int request_start(size_t count, ompi_request_t **requests)
         r->super.req_complete = REQUEST_PENDING;
         r->super.req_state = OMPI_REQUEST_ACTIVE;
         int err;
-        if (r->blocking) {
+        if (r->blocking && r->call) {
+            err = mca_coll_gpurdma_previous_call(m, r->call, r->why);
+        } else if (r->blocking) {
             err = mca_coll_gpurdma_blocking_fallback(m, r->why, r->sbuf, r->rbuf, r->count, r->dtype, r->op);
         } else if (r->inner) {
             err = mca_coll_gpurdma_staged_start(r);
@@ -238,7 +250,7 @@ static const char *const core_declined = "op not defined for this datatype, or s
  * persistent call, single-element calls go to the previous module: the same choice on
  * every rank (same count, same calls before it).
  */
-static bool may_set_up(mca_coll_gpurdma_module_t *m, gpurdma_coll_count_t count)
+bool mca_coll_gpurdma_may_set_up(mca_coll_gpurdma_module_t *m, gpurdma_coll_count_t count)
 {
     if (__atomic_load_n(&m->set_up, __ATOMIC_ACQUIRE)) return true;
     if (ompi_comm_size(m->comm) > 1) {
@@ -280,7 +292,7 @@ int mca_coll_gpurdma_iallreduce(const void *sbuf, void *rbuf, gpurdma_coll_count
     gpurdma_dtype_t gdt;
     gpurdma_op_t gop;
     const char *why = core_takes(dtype, op, &gdt, &gop);
-    if (NULL == why && !may_set_up(m, count)) why = "one element before the communicator's set-up";
+    if (NULL == why && !mca_coll_gpurdma_may_set_up(m, count)) why = "one element before the communicator's set-up";
     if (why) return iallreduce_fallback(m, why, sbuf, rbuf, count, dtype, op, comm, request);
 #if OMPI_MAJOR_VERSION < 6
     if (count < 0) return MPI_ERR_COUNT;

@@ -38,6 +38,9 @@ typedef struct mca_coll_gpurdma_request {
     gpurdma_coll_count_t count;
     struct ompi_datatype_t *dtype;
     struct ompi_op_t *op;
+    /* The other collectives' blocking-start request: the call (its datatypes and op
+     * retained, its counts copied), run by mca_coll_gpurdma_previous_call at each start. */
+    mca_coll_gpurdma_call_t *call;
     /* A persistent call the core declined on GPU buffers, where the previous module has
      * a persistent allreduce: its request on host copies of the buffers
      * (coll_gpurdma_staged_request.c). */
