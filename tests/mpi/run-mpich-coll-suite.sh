@@ -161,13 +161,12 @@ case_ 4 2 -- allred2
 case_ 10 3 -- allred3
 case_ 5 2 -- allred5
 case_ 7 3 -- icallreduce
-# The other collectives (testlist.in's process counts, trimmed to keep CI short; Open
-# MPI's own ops answer until gpurdma serves them, hence op ^avx).
-# Most of them never call MPI_Allreduce, so gpurdma sets nothing up until it serves their
-# collectives: its set-up line is required with GPURDMA_COLL_SUITE_REQUIRE_USED=1 (for the
-# integrator, once it does); "declined" fails them either way.
+# The other collectives (testlist.in's process counts, trimmed to keep CI short).
+# gpurdma serves them, so its set-up line is required as for the allreduce programs
+# (GPURDMA_COLL_SUITE_REQUIRE_USED=0: not, for a component that does not); "declined"
+# fails them either way. Declined calls go to Open MPI's ops, hence op ^avx.
 common+=(--mca op ^avx)
-require_used=${GPURDMA_COLL_SUITE_REQUIRE_USED:-0}
+require_used=${GPURDMA_COLL_SUITE_REQUIRE_USED:-1}
 case_ 5 "" -- reduce
 case_ 10 "" -- red3
 case_ 10 "" -- red4
