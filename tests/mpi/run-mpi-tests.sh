@@ -162,7 +162,7 @@ run "collectives np=2" used 180 -- -np 2 "${coll_on[@]}" "$bin/collectives_check
 run "collectives np=3" used 180 -- -np 3 "${coll_on[@]}" "$bin/collectives_check" --quick
 run "collectives np=4" used 180 -- -np 4 "${coll_on[@]}" "$bin/collectives_check" --quick
 run "collectives np=4 ring only" used 180 -- -np 4 "${coll_on[@]}" --mca coll_gpurdma_algorithm ring \
-    "$bin/collectives_check" --quick --only blocking,nonblocking
+    "$bin/collectives_check" --lite
 run "collectives np=4 2x2 logical nodes" used 180 -- -np 4 "${coll_on[@]}" --mca coll_gpurdma_logical_nodes 2 \
     "$bin/collectives_check" --quick
 run "collectives np=3 component off" off 180 -- -np 3 --mca op ^avx "$bin/collectives_check" --quick
