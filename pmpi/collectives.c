@@ -157,6 +157,13 @@ static const char *core_args(const pcall_t *c, int size, gpurdma_coll_args_t *a,
     }
     a->count = (size_t)c->rcount;
     if (c->rcounts) {
+        /* Equal counts are the block form: nothing to copy. */
+        int i = 1;
+        while (i < size && c->rcounts[i] == c->rcounts[0]) i++;
+        if (i == size) {
+            a->count = (size_t)c->rcounts[0];
+            return NULL;
+        }
         *counts = malloc(sizeof(size_t) * (size_t)size);
         if (NULL == *counts) return "out of memory";
         for (int i = 0; i < size; i++) (*counts)[i] = (size_t)c->rcounts[i];

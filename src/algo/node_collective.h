@@ -44,8 +44,10 @@ public:
     // the call's first block; call: not Allreduce, root and counts already checked
     // (counts: empty or one per rank); direct_max: largest Reduce for the direct form;
     // consumed_seen: NodeSequence::consumed_seen.
+    // counts, offsets: the caller's scratch for ReduceScatter's per-rank counts and input
+    // offsets, kept from call to call (a latency-bound call allocates nothing).
     NodeCollCall(const NodeArena &arena, int me, uint64_t first_block, const Call &call, size_t direct_max,
-                 uint64_t *consumed_seen);
+                 uint64_t *consumed_seen, std::vector<size_t> &counts, std::vector<size_t> &offsets);
 
     exec::State advance();
     // Blocks this call uses: the caller's sequence advances by this much (alike on every rank).
@@ -91,7 +93,7 @@ private:
     char *recv_;
     bool in_place_;
     size_t count_;  // Allgather: each rank's block; Bcast, Reduce: the message
-    std::vector<size_t> counts_, offsets_;  // ReduceScatter: each rank's result and its input offset
+    std::vector<size_t> &counts_, &offsets_;  // ReduceScatter: each rank's result and its input offset
     size_t per_block_;  // elements per block (ReduceScatter: per piece)
     uint64_t blocks_ = 0;
     bool direct_;  // Reduce: every rank posts whole blocks, the root reduces them
@@ -130,6 +132,7 @@ private:
     std::vector<std::string> hosts_;
     size_t direct_max_;
     plan::Coll coll_ = plan::Coll::Bcast;
+    std::vector<size_t> counts_, offsets_;  // NodeCollCall's scratch
     std::optional<NodeCollCall> call_;
 };
 

@@ -34,7 +34,12 @@ gpurdma_status_t check_call(gpurdma_comm_t *comm, const gpurdma_coll_args_t *arg
     call->dtype = args->dtype;
     call->op = args->op;
     call->root = args->root;
-    if (coll == Coll::ReduceScatter && args->counts) call->counts.assign(args->counts, args->counts + comm->size);
+    if (coll == Coll::ReduceScatter && args->counts) {
+        // Equal counts are the block form: nothing to copy.
+        const size_t *c = args->counts, n = static_cast<size_t>(comm->size);
+        if (std::all_of(c, c + n, [&](size_t v) { return v == c[0]; })) call->count = c[0];
+        else call->counts.assign(c, c + n);
+    }
     const bool in_place = args->sendbuf == nullptr || args->sendbuf == args->recvbuf || coll == Coll::Bcast;
     call->sendbuf = in_place ? nullptr : args->sendbuf;
     // A receive buffer wherever this rank gets data.
