@@ -264,6 +264,16 @@ static const char *const core_declined =
 
 /* ---- blocking ---- */
 
+/* Open MPI's own communicator creation allgathers a few integers over the parent (dup,
+ * split): a single-element call on a communicator gpurdma has not set up goes to the
+ * previous module rather than pay for the set-up (an exchange of addresses, segments and
+ * endpoints) for nothing; the same on every rank (same count, same calls before it). */
+static const char *before_set_up(mca_coll_gpurdma_module_t *m, const gpurdma_coll_args_t *a)
+{
+    if (a->counts || mca_coll_gpurdma_may_set_up(m, (gpurdma_coll_count_t)(a->count > 1 ? 2 : a->count))) return NULL;
+    return "one element before the communicator's set-up";
+}
+
 static int blocking(mca_coll_gpurdma_module_t *m, const mca_coll_gpurdma_call_t *c)
 {
     mca_coll_gpurdma_release_deferred();
@@ -271,6 +281,7 @@ static int blocking(mca_coll_gpurdma_module_t *m, const mca_coll_gpurdma_call_t 
     gpurdma_coll_args_t a;
     size_t *counts;
     const char *why = core_args(m, c, &a, &counts);
+    if (NULL == why) why = before_set_up(m, &a);
     if (why) {
         free(counts);
         return mca_coll_gpurdma_previous_call(m, c, why);
@@ -402,7 +413,7 @@ static int with_request(mca_coll_gpurdma_module_t *m, const mca_coll_gpurdma_cal
     gpurdma_coll_args_t a;
     size_t *counts;
     const char *why = core_args(m, c, &a, &counts);
-    if (NULL == why && !persistent && !mca_coll_gpurdma_may_set_up(m, 2)) why = "before the communicator's set-up";
+    if (NULL == why && !persistent) why = before_set_up(m, &a);
     if (why) {
         free(counts);
         return request_fallback(m, c, why, persistent, info, request);
