@@ -192,7 +192,7 @@ TEST(CollectivePlan, ReduceScatter)
                     ASSERT_TRUE(res.ok) << res.error << " " << what(nt, shape, k);
                     for (int r = 0; r < n; ++r) {
                         const auto want = fold(k, in, before(counts, r) * 4, counts[r] * 4);
-                        ASSERT_EQ(0, std::memcmp(res.outputs[r].data(), want.data(), want.size()))
+                        ASSERT_TRUE(want.empty() || std::memcmp(res.outputs[r].data(), want.data(), want.size()) == 0)
                             << "rank " << r << " " << what(nt, shape, k);
                     }
                 }

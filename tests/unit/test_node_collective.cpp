@@ -244,7 +244,7 @@ struct Bufs {
     }
     for (int r = 0; r < n; ++r) {
         d->out.emplace_back(static_cast<size_t>(n) * bytes, 0x5a);
-        if (in_place) std::memcpy(d->out[r].data() + static_cast<size_t>(r) * bytes, d->in[r].data(), bytes);
+        if (in_place && bytes) std::memcpy(d->out[r].data() + static_cast<size_t>(r) * bytes, d->in[r].data(), bytes);
     }
     std::vector<Call> calls(static_cast<size_t>(n));
     for (int r = 0; r < n; ++r) {
