@@ -264,13 +264,16 @@ static const char *const core_declined =
 
 /* ---- blocking ---- */
 
-/* Open MPI's own communicator creation allgathers a few integers over the parent (dup,
- * split): a single-element call on a communicator gpurdma has not set up goes to the
- * previous module rather than pay for the set-up (an exchange of addresses, segments and
- * endpoints) for nothing; the same on every rank (same count, same calls before it). */
+/* Open MPI's own communicator creation allgathers one integer per rank over the parent
+ * (MPI_Comm_dup, split): such an allgather on a communicator gpurdma has not set up goes
+ * to the previous module rather than pay for the set-up (an exchange of addresses,
+ * segments and endpoints) for nothing; the same on every rank (same count, same calls
+ * before it). */
 static const char *before_set_up(mca_coll_gpurdma_module_t *m, const gpurdma_coll_args_t *a)
 {
-    if (a->counts || mca_coll_gpurdma_may_set_up(m, (gpurdma_coll_count_t)(a->count > 1 ? 2 : a->count))) return NULL;
+    if (GPURDMA_COLL_ALLGATHER != a->coll ||
+        mca_coll_gpurdma_may_set_up(m, (gpurdma_coll_count_t)(a->count > 1 ? 2 : a->count)))
+        return NULL;
     return "one element before the communicator's set-up";
 }
 
