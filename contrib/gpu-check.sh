@@ -15,7 +15,9 @@
 #                                       bandwidth beside cuMemcpyDtoD's and page-locked
 #                                       host<->device copies'; np 4 from 8 B
 #                                       to 1 MiB on the device path, then staged (the
-#                                       crossover for coll_gpurdma_device_stage_max); then the
+#                                       crossover for coll_gpurdma_device_stage_max); then
+#                                       reduce-scatter, allgather, bcast and reduce on
+#                                       device buffers (one node, 2 logical nodes); then the
 #                                       hierarchical device path with 2 logical nodes
 #                                       on the one GPU (np 2 and 4): the same checks,
 #                                       bus bandwidth, and rank 0's per-stage times
@@ -32,14 +34,15 @@
 #                                       (relocated), else the machine's if it is the
 #                                       same version. Every step's timeout
 #                                       is cut to what is left of 400 s, so the whole
-#                                       run ends within 7 minutes.
+#                                       run ends within 7 minutes; a failed step is
+#                                       reported and the next one runs.
 #   --run DIR --host-only               only the host mode (any machine).
 # Environment: GPURDMA_BUILD (build tree for --bundle; default build-gpu, else build).
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 mode=${1:-}
 dir=${2:-}
-[ -n "$mode" ] && [ -n "$dir" ] || { sed -n '2,37p' "$0"; exit 2; }
+[ -n "$mode" ] && [ -n "$dir" ] || { sed -n '2,40p' "$0"; exit 2; }
 
 # --bundle: the build's own Open MPI 4.x (mpirun, orted, libraries, components, help
 # files, and the PMIx and UCX modules they load), relocated under $dir/ompi with
@@ -120,10 +123,26 @@ case "$mode" in
         [ "$left" -ge 10 ] || { echo "FAIL: out of the run's 400 s before: $2" >&2; exit 1; }
         echo $(($1 < left ? $1 : left))
     }
+    # A failed step is reported and the run goes on to the next (one run on a lent GPU
+    # must tell as much as it can); the run fails at the end if any step did.
+    failed=()
+    # step NAME CAP CMD...: CMD under timeout, its failure recorded.
+    step() {
+        local name=$1 cap=$2 t rc=0
+        shift 2
+        t=$(limit "$cap" "$name")
+        timeout "$t" "$@" || rc=$?
+        if [ "$rc" -ne 0 ]; then
+            echo "FAIL: $name (exit $rc$([ "$rc" -eq 124 ] && echo ", over its $t s"))"
+            failed+=("$name")
+        fi
+        return 0
+    }
     echo "== bundle revision $(cat "$dir/REVISION" 2>/dev/null || echo '?'); $(nproc) cores"
     echo "== host buffers (launcher + bootstrap + core, no MPI)"
-    timeout "$(limit 60 "host buffers")" "$launcher" --mode host --np 2,4 --max-bytes 1048576 --limit 28
+    step "host buffers" 60 "$launcher" --mode host --np 2,4 --max-bytes 1048576 --limit 28
     if [ "${3:-}" = "--host-only" ]; then
+        [ ${#failed[@]} -eq 0 ] || exit 1
         echo "PASS (host mode only)"
         exit 0
     fi
@@ -132,24 +151,42 @@ case "$mode" in
         exit 1
     fi
     echo "== the kernels against the host reduction on GPU 0 ($probe)"
-    timeout "$(limit 60 "kernel_check")" "$dir/kernel_check"
+    step "kernel_check" 60 "$dir/kernel_check"
     echo "== device buffers on GPU 0 ($probe); nvidia-smi: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1 || echo n/a)"
-    timeout "$(limit 150 "one-node device path")" "$launcher" --mode device --np 2,4 --max-bytes $((256 << 20)) --expect-device --stage-max 0 --bench \
+    step "one-node device path" 150 "$launcher" --mode device --np 2,4 --max-bytes $((256 << 20)) --expect-device --stage-max 0 --bench \
         --verbose 1 --limit 70
     # coll_gpurdma_device_stage_max's crossover: the same sizes on the device path, then staged.
     echo "== small messages on one node (np 4): the device path at every size, then staged through host memory"
-    timeout "$(limit 30 "small messages, device path")" "$launcher" --mode device --np 4 --max-bytes $((1 << 20)) --stage-max 0 --bench --bench-min 8 --limit 15 |
-        grep -E '^  np |^rank'
-    timeout "$(limit 30 "small messages, staged")" "$launcher" --mode device --np 4 --max-bytes $((1 << 20)) --stage-max $((1 << 20)) --bench --bench-min 8 \
-        --limit 15 | grep -E '^  np |^rank'
+    # small NAME LAUNCHER-ARGS...: the bench lines only (and any failure).
+    small() {
+        local name=$1 rc=0 t log
+        shift
+        log=$(mktemp)
+        t=$(limit 30 "$name")
+        timeout "$t" "$launcher" --mode device --np 4 --max-bytes $((1 << 20)) --bench --bench-min 8 --limit 15 "$@" \
+            >"$log" 2>&1 || rc=$?
+        grep -E '^  np |^rank|FAIL|rror' "$log" || true
+        rm -f "$log"
+        if [ "$rc" -ne 0 ]; then
+            echo "FAIL: $name (exit $rc$([ "$rc" -eq 124 ] && echo ", over its $t s"))"
+            failed+=("$name")
+        fi
+    }
+    small "small messages, device path" --stage-max 0
+    small "small messages, staged" --stage-max $((1 << 20))
+    echo "== reduce-scatter, allgather, bcast and reduce on GPU buffers (np 2,3,4 one node; np 4 at 2 logical nodes, an allreduce on the device path after each)"
+    step "the other collectives, one node" 40 "$launcher" --mode device --colls --np 2,3,4 --max-bytes $((1 << 20)) --limit 30
+    step "the other collectives, 2 logical nodes" 40 "$launcher" --mode device --colls --np 4 --logical-nodes 2 --interleave \
+        --stage-max 0 --max-bytes $((1 << 20)) --limit 30
     # hierarchical NAME CAP LAUNCHER-ARGS...: the hierarchical device path at 2 logical
     # nodes with verbose 2: everything but the per-call stage lines, then rank 0's last
     # call of each size from 1 MiB.
     hierarchical() {
-        local name=$1 cap=$2 log rc=0
+        local name=$1 cap=$2 log rc=0 t
         shift 2
         log=$(mktemp)
-        timeout "$(limit "$cap" "$name")" "$launcher" --mode device --logical-nodes 2 --algorithm hier \
+        t=$(limit "$cap" "$name")
+        timeout "$t" "$launcher" --mode device --logical-nodes 2 --algorithm hier \
             --expect-device --bench --verbose 2 "$@" >"$log" 2>&1 || rc=$?
         grep -v -e ' on GPU buffers across nodes ' -e '^gpurdma: [^:]*: allreduce [0-9]* x ' "$log" || true
         echo "-- rank 0, per-stage times of the last call of each size from 1 MiB (ms, summed over units):"
@@ -157,15 +194,18 @@ case "$mode" in
             awk '{ for (i = 1; i < NF; i++) if ($i == "allreduce") n = $(i + 1); if (n + 0 >= 262144) last[n] = $0 }
                  END { for (n in last) print n "\t" last[n] }' | sort -n | cut -f2- || true
         rm -f "$log"
-        [ "$rc" -eq 0 ] || { echo "FAIL: $name (exit $rc)"; exit 1; }
+        if [ "$rc" -ne 0 ]; then
+            echo "FAIL: $name (exit $rc$([ "$rc" -eq 124 ] && echo ", over its $t s"))"
+            failed+=("$name")
+        fi
     }
     echo "== hierarchical device path: 2 logical nodes on GPU 0 (np 2: 1+1, np 4: 2+2), the rail as auto picks it"
-    hierarchical "hierarchical device path" 120 --np 2,4 --max-bytes $((64 << 20)) --limit 55
+    hierarchical "hierarchical device path" 100 --np 2,4 --max-bytes $((64 << 20)) --limit 50
     echo "== the same, np 4, the rail on the GPU (coll_gpurdma_rail_reduce device: arrivals reduced by the kernel)"
-    hierarchical "hierarchical device path, rail on the GPU" 60 --np 4 --rail-reduce device --max-bytes $((16 << 20)) \
-        --limit 40
+    hierarchical "hierarchical device path, rail on the GPU" 45 --np 4 --rail-reduce device --max-bytes $((16 << 20)) \
+        --limit 35
     echo "== the same, np 4, the rail on the host (coll_gpurdma_rail_reduce host: chunks staged, the CPU reducing)"
-    hierarchical "hierarchical device path, rail on the host" 40 --np 4 --rail-reduce host --max-bytes $((16 << 20)) \
+    hierarchical "hierarchical device path, rail on the host" 35 --np 4 --rail-reduce host --max-bytes $((16 << 20)) \
         --limit 25
     echo "== GPU buffers under mpirun: device_check at 2 logical nodes on GPU 0 (np 4: 2+2), every op x type"
     want=$(cat "$dir/OMPI_VERSION" 2>/dev/null || true)
@@ -176,10 +216,10 @@ case "$mode" in
         OPAL_PREFIX=$o PATH=$o/bin:$PATH OMPI_MCA_plm=isolated PMIX_MCA_mca_base_component_path=$o/pmix \
             UCX_MODULE_DIR=$o/ucx OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
             OMPI_MCA_mca_base_component_path="$o$(cat "$o/PKGLIBDIR"):$dir/component" \
-            timeout "$(limit 60 "device_check under mpirun")" "$o/bin/mpirun" --oversubscribe --bind-to none -np 4 \
+            step "device_check under the bundled mpirun" 60 "$o/bin/mpirun" --oversubscribe --bind-to none -np 4 \
             --mca pml ob1 --mca btl self,vader --mca coll_gpurdma_priority 100 --mca coll_gpurdma_verbose 1 \
             --mca coll_gpurdma_logical_nodes 2 --mca coll_gpurdma_timeout 30 "$dir/device_check" \
-            --max-bytes $((16 << 20)) --expect-device || { echo "FAIL: device_check under the bundled mpirun"; exit 1; }
+            --max-bytes $((16 << 20)) --expect-device
     elif [ -z "$have" ]; then
         echo "SKIP: no mpirun here, and the bundle carries none (built with Open MPI 5; this step needs ${want:-the Open MPI of the build})"
     elif [ "$have" != "$want" ]; then
@@ -188,15 +228,18 @@ case "$mode" in
         pkglibdir=$(ompi_info --parsable --path pkglibdir | sed 's/^path:pkglibdir://')
         OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
             OMPI_MCA_mca_base_component_path="$pkglibdir:$dir/component" \
-            timeout "$(limit 60 "device_check under mpirun")" mpirun --oversubscribe --bind-to none -np 4 --mca pml ob1 --mca btl self,vader \
+            step "device_check under mpirun" 60 mpirun --oversubscribe --bind-to none -np 4 --mca pml ob1 --mca btl self,vader \
             --mca coll_gpurdma_priority 100 --mca coll_gpurdma_verbose 1 --mca coll_gpurdma_logical_nodes 2 \
-            --mca coll_gpurdma_timeout 30 "$dir/device_check" --max-bytes $((16 << 20)) --expect-device ||
-            { echo "FAIL: device_check under mpirun"; exit 1; }
+            --mca coll_gpurdma_timeout 30 "$dir/device_check" --max-bytes $((16 << 20)) --expect-device
+    fi
+    if [ ${#failed[@]} -gt 0 ]; then
+        echo "FAIL ($(( $(date +%s) - start )) s): ${#failed[@]} step(s): $(printf '%s; ' "${failed[@]}")"
+        exit 1
     fi
     echo "PASS ($(( $(date +%s) - start )) s)"
     ;;
 *)
-    sed -n '2,37p' "$0"
+    sed -n '2,40p' "$0"
     exit 2
     ;;
 esac
