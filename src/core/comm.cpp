@@ -11,6 +11,8 @@
 #include "algo/selector.h"
 #include "core/counters.h"
 #include "gpu/buffer_query.h"
+#include "gpu/default_streams.h"
+#include "plan/collective.h"
 #include "reduce/reduce.h"
 
 using gpurdma::Status;
@@ -246,6 +248,21 @@ bool gpurdma_comm::takes(const gpurdma::algo::Call &call) const
     return gpurdma::reduce::supported(call.op, call.dtype);
 }
 
+// On the caller's thread, as its call begins (its per-thread default stream is its own).
+Status gpurdma_comm::settle_application_work(const gpurdma::algo::Call &call)
+{
+    gpurdma::gpu::PointerInfo sinfo, rinfo;
+    buffers_.info({call.sendbuf, call.recvbuf}, &sinfo, &rinfo);
+    const auto device_context = [](const gpurdma::gpu::PointerInfo &i) {
+        return i.kind == gpurdma::gpu::MemoryKind::Device ? i.context : nullptr;
+    };
+    const Status settled = gpurdma::gpu::settle_default_streams(device_context(sinfo), device_context(rinfo));
+    if (settled.is_ok()) return settled;
+    return Status::error(settled.code(), name + ": " + gpurdma::plan::coll_name(call.coll) +
+                                             " on GPU buffers: waiting for the application's GPU work before "
+                                             "the call: " + settled.message());
+}
+
 gpurdma_status_t gpurdma_comm::run(const gpurdma::algo::Call &call)
 {
     // The latency path: where no other thread can start or drive calls (context's
@@ -264,6 +281,10 @@ gpurdma_status_t gpurdma_comm::run(const gpurdma::algo::Call &call)
     const Status ready = prepare(call, device_buffers, Kind::Blocking);
     if (ready.is_unsupported()) return GPURDMA_ERR_UNSUPPORTED;  // handed on, the communicator intact
     if (!ready.is_ok()) return fail(ready.code(), ready.message());
+    if (device_buffers) {
+        const Status settled = settle_application_work(call);
+        if (!settled.is_ok()) return fail(settled.code(), settled.message());
+    }
     gpurdma_request r(this, Kind::Blocking, call, device_buffers);
     if (calls_.empty()) {
         // Nothing in flight: the call runs at once under its loop.
@@ -312,6 +333,10 @@ gpurdma_status_t gpurdma_comm::create(const gpurdma::algo::Call &call, Kind kind
         if (ready.is_unsupported()) return GPURDMA_ERR_UNSUPPORTED;
         if (!ready.is_ok()) return fail(ready.code(), ready.message());
     }
+    if (device_buffers && kind != Kind::Persistent) {  // a persistent call settles at each start
+        const Status settled = settle_application_work(call);
+        if (!settled.is_ok()) return fail(settled.code(), settled.message());
+    }
     auto *r = new gpurdma_request(this, kind, call, device_buffers, complete, arg);
     *out = r;
     if (kind == Kind::Persistent) {
@@ -330,6 +355,10 @@ gpurdma_status_t gpurdma_comm::start(gpurdma_request &r)
     std::lock_guard<gpurdma::exec::EngineLock> hold(calls_.engine());
     if (r.kind != Kind::Persistent || r.active.load(std::memory_order_acquire)) return GPURDMA_ERR_INVALID;
     if (broken_) return GPURDMA_ERR_BROKEN;
+    if (r.device && !gpurdma::algo::nothing_to_do(r.call, size)) {
+        const Status settled = settle_application_work(r.call);
+        if (!settled.is_ok()) return fail(settled.code(), settled.message());
+    }
     enqueue(r);
     calls_.drive();
     return GPURDMA_OK;

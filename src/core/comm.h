@@ -74,6 +74,9 @@ private:
     static uint64_t gpurdma_comm_stats_t::*call_counter(const gpurdma::algo::Call &call);
     // The host team on first use; unsupported (now and for every later call) if it declined.
     gpurdma::Status ensure_host_team();
+    // Waits for what the application enqueued on its default streams before a call on
+    // GPU buffers (gpu/default_streams.h).
+    gpurdma::Status settle_application_work(const gpurdma::algo::Call &call);
     gpurdma::algo::DeviceAllreduce &device();
     // GPU buffers on a communicator spanning nodes whose host path is set up: the
     // hierarchical device path (or staging, call by call, where it declines).

@@ -163,6 +163,12 @@ Status CudaDriver::copy(void *dst, const void *src, size_t bytes, void *context)
     ContextScope scope(context);
     const int rc = api_.memcpy_sync(reinterpret_cast<CUdeviceptr>(dst), reinterpret_cast<CUdeviceptr>(src), bytes);
     if (rc != 0) return failure(("cuMemcpy of " + std::to_string(bytes) + " bytes").c_str(), rc);
+    // cuMemcpy returns before its bytes land in GPU memory when they come from pageable
+    // host memory or another GPU buffer: the legacy stream it ran on tells when they have.
+    if (api_.stream_synchronize) {
+        const int synced = api_.stream_synchronize(reinterpret_cast<CUstream>(0x1));  // CU_STREAM_LEGACY
+        if (synced != 0) return failure("cuStreamSynchronize after cuMemcpy", synced);
+    }
     return Status::ok();
 }
 

@@ -129,7 +129,8 @@ public:
     // Host for anything the driver does not know (or when it is not available).
     PointerInfo query(const void *ptr) const;
 
-    // cuMemcpy with unified addressing, in the context of the device buffer involved.
+    // cuMemcpy with unified addressing, in the context of the device buffer involved;
+    // returns once the bytes are in place (cuMemcpy alone does not, into GPU memory).
     Status copy(void *dst, const void *src, size_t bytes, void *context) const;
 
     // Whether the network (UCX) reads this driver's device memory as host memory: the

@@ -14,8 +14,14 @@
 //    as on a GPU. A kernel launch runs the kernel (below) when the worker gets to it
 //    (its parameters are copied at launch, like CUDA's).
 //    The null stream has the legacy semantics: it waits for the blocking streams' earlier
-//    work and they wait for its. Copies to or from pageable (not page-locked) host memory
-//    return only once done, as CUDA's do. cuStreamQuery also says "not ready" at least
+//    work and they wait for its. Asynchronous copies to or from pageable (not page-locked)
+//    host memory return only once done, as CUDA's may. Synchronous ones do what CUDA's
+//    "API synchronization behavior" says: from pageable host memory into the GPU, the
+//    source is staged at the call and the call returns before the bytes land (they land
+//    on the null stream, GPURDMA_FAKE_CUDA_LANDS_LATER_US later); between GPU buffers,
+//    the call returns at once; the others return once done. So a caller that reads or
+//    announces a GPU buffer without waiting for the null stream sees stale bytes, as on
+//    a GPU. cuStreamQuery also says "not ready" at least
 //    once after each enqueue, so the callers' polling runs even when the work is quick.
 //  - Page-locked host memory (cuMemHostAlloc, cuMemHostRegister) is tracked: overlapping
 //    registrations fail with 712, unregistering what is not registered with 713, and
@@ -45,6 +51,10 @@
 //   GPURDMA_FAKE_CUDA_D2H_GBPS=G     the same for device-to-host copies only, and H2D_GBPS
 //   GPURDMA_FAKE_CUDA_H2D_GBPS=G     for host-to-device ones: each overrides COPY_GBPS in
 //                                    its direction (so one direction can be the slow one)
+//   GPURDMA_FAKE_CUDA_LANDS_LATER_US=N  a synchronous copy into the GPU from pageable host
+//                                    memory or another GPU buffer lands N us after it
+//                                    returns (default 200; 0: as soon as the null stream
+//                                    gets to it)
 //   GPURDMA_FAKE_CUDA_SMS=N          the multiprocessors cuDeviceGetAttribute reports (default
 //                                    4): the component sizes its grids from them
 //   GPURDMA_FAKE_CUDA_KERNEL_GBPS=G  kernels take (sources + 1) * bytes / G GB/s
@@ -216,6 +226,11 @@ const double g_d2h_gbps = direction_gbps("GPURDMA_FAKE_CUDA_D2H_GBPS");
 const double g_h2d_gbps = direction_gbps("GPURDMA_FAKE_CUDA_H2D_GBPS");
 const double g_kernel_gbps = env_gbps("GPURDMA_FAKE_CUDA_KERNEL_GBPS");
 
+// How long after a synchronous copy returns its bytes land in the GPU (above).
+const unsigned long g_lands_later_us = [] {
+    const char *v = std::getenv("GPURDMA_FAKE_CUDA_LANDS_LATER_US");
+    return v ? std::strtoul(v, nullptr, 10) : 200ul;
+}();
 const unsigned long g_jitter_us = [] {
     const char *v = std::getenv("GPURDMA_FAKE_CUDA_JITTER_US");
     return v ? std::strtoul(v, nullptr, 10) : 0ul;
@@ -359,14 +374,26 @@ int copy_on(void *stream, uintptr_t dst, uintptr_t src, size_t n, bool sync = fa
     Stream *s = stream_of(stream);
     if (!s) return kInvalidHandle;
     const bool dst_device = find(dst) != nullptr, src_device = find(src) != nullptr;
-    const bool pageable = (!dst_device && !find_pinned(dst)) || (!src_device && !find_pinned(src));
+    const bool src_pageable = !src_device && !find_pinned(src);
+    const bool pageable = (!dst_device && !find_pinned(dst)) || src_pageable;
     const double gbps = dst_device == src_device ? 0.0 : dst_device ? g_h2d_gbps : g_d2h_gbps;
-    const CompletionPtr done = enqueue(s, [dst, src, n, gbps, jitter = draw_jitter()] {
-        take_time(double(n), gbps, jitter);
-        if (n) std::memmove(reinterpret_cast<void *>(dst), reinterpret_cast<const void *>(src), n);
+    // A synchronous copy from pageable host memory into the GPU returns once its source
+    // is staged (taken now), its DMA landing later on the stream; one between GPU buffers
+    // returns at once (CUDA's "API synchronization behavior").
+    const bool lands_later = sync && dst_device && (src_pageable || src_device);
+    std::shared_ptr<std::vector<unsigned char>> staged;
+    if (lands_later && src_pageable && n) {
+        const auto *from = reinterpret_cast<const unsigned char *>(src);
+        staged = std::make_shared<std::vector<unsigned char>>(from, from + n);
+    }
+    const unsigned long later_us = lands_later ? g_lands_later_us : 0;
+    const CompletionPtr done = enqueue(s, [dst, src, n, gbps, staged, later_us, jitter = draw_jitter()] {
+        take_time(double(n), gbps, jitter + later_us);
+        const void *from = staged ? static_cast<const void *>(staged->data()) : reinterpret_cast<const void *>(src);
+        if (n) std::memmove(reinterpret_cast<void *>(dst), from, n);
         return kSuccess;
     });
-    if (sync || pageable) wait_for(lock, done);
+    if ((sync || pageable) && !lands_later) wait_for(lock, done);
     return kSuccess;
 }
 

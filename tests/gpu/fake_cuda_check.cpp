@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -179,6 +180,11 @@ struct Gate {
         open = true;
         cv.notify_all();
     }
+    bool open_now()
+    {
+        std::lock_guard<std::mutex> lock(mu);
+        return open;
+    }
     static void wait(void *p)
     {
         auto *g = static_cast<Gate *>(p);
@@ -310,6 +316,9 @@ void launch_limits()
     std::vector<int32_t> in(kCount);
     for (size_t i = 0; i < kCount; ++i) in[i] = int32_t(i) - 300;
     c.rc(api.memcpy_sync(dev, as_ptr(in.data()), kCount * 4), 0, "cuMemcpy");
+    // From pageable memory the copy lands later, on the null stream: a non-blocking
+    // stream's kernel reads it only after that stream is waited for.
+    c.rc(api.stream_synchronize(nullptr), 0, "cuStreamSynchronize (null stream)");
     void *s = nullptr;
     c.rc(api.stream_create(&s, 1), 0, "cuStreamCreate");
     gpurdma::reduce::device::ReduceArgs args = doubling(dev, out, kCount);
@@ -589,6 +598,7 @@ void pageable_copy()
     c.rc(api.mem_alloc(&d, 256), 0, "cuMemAlloc_v2");
     std::vector<char> src(256, 'p'), dst(256, 0);
     c.rc(api.memcpy_sync(d, as_ptr(src.data()), 256), 0, "cuMemcpy");
+    c.rc(api.stream_synchronize(nullptr), 0, "cuStreamSynchronize (null stream)");
     Gate gate;
     c.rc(api.launch_host_func(s, Gate::wait, &gate), 0, "cuLaunchHostFunc");
     const auto t0 = Clock::now();
@@ -603,6 +613,43 @@ void pageable_copy()
     c.expect(waited >= 0.020, "the copy to pageable memory did not wait for the stream's earlier work");
     c.rc(api.stream_destroy(s), 0, "cuStreamDestroy_v2");
     c.rc(api.mem_free(d), 0, "cuMemFree_v2");
+}
+
+// Synchronous copies into the GPU as CUDA's "API synchronization behavior" gives them:
+// from pageable memory the source is taken at the call and the bytes land later, on the
+// null stream; between GPU buffers the call returns without waiting (here while the
+// null stream is held behind a closed gate); a wait for the null stream lands both.
+void sync_copies_land_later()
+{
+    Check c("synchronous copies into the GPU land later, on the null stream");
+    constexpr size_t kBytes = 4096;
+    Ptr a = 0, b = 0;
+    c.rc(api.mem_alloc(&a, kBytes), 0, "cuMemAlloc_v2");
+    c.rc(api.mem_alloc(&b, kBytes), 0, "cuMemAlloc_v2");
+    std::vector<char> src(kBytes, 'x'), got(kBytes, 0);
+    c.rc(api.memcpy_sync(a, as_ptr(src.data()), kBytes), 0, "cuMemcpy from pageable memory");
+    std::fill(src.begin(), src.end(), 'y');  // after the call: not what lands
+    c.rc(api.stream_synchronize(reinterpret_cast<void *>(1)), 0, "cuStreamSynchronize (CU_STREAM_LEGACY)");
+    c.rc(api.memcpy_sync(as_ptr(got.data()), a, kBytes), 0, "cuMemcpy back");
+    c.expect(got[0] == 'x' && got[kBytes - 1] == 'x', "the pageable source was not taken at the call");
+    Gate gate;
+    c.rc(api.launch_host_func(nullptr, Gate::wait, &gate), 0, "cuLaunchHostFunc on the null stream");
+    std::atomic<bool> returned{false};
+    std::thread opener([&] {
+        for (int i = 0; i < 2000 && !returned.load(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        gate.release();  // whether or not the copy returned: no hang either way
+    });
+    c.rc(api.memcpy_sync(b, a, kBytes), 0, "cuMemcpy between GPU buffers");
+    const bool held = !gate.open_now();
+    returned = true;
+    c.expect(held, "cuMemcpy between GPU buffers waited for the null stream");
+    opener.join();
+    c.rc(api.stream_synchronize(nullptr), 0, "cuStreamSynchronize (null stream)");
+    std::fill(got.begin(), got.end(), 0);
+    c.rc(api.memcpy_sync(as_ptr(got.data()), b, kBytes), 0, "cuMemcpy back");
+    c.expect(got[0] == 'x' && got[kBytes - 1] == 'x', "the copy between GPU buffers did not land");
+    c.rc(api.mem_free(a), 0, "cuMemFree_v2");
+    c.rc(api.mem_free(b), 0, "cuMemFree_v2");
 }
 
 // cuStreamDestroy_v2 drains the stream first; cuStreamQuery is 0 only when it is empty.
@@ -937,6 +984,7 @@ int main(int argc, char **argv)
     pinned_memory();
     null_stream();
     pageable_copy();
+    sync_copies_land_later();
     destroy_drains();
     threads();
     leak_report(self.c_str(), argv[1]);

@@ -132,6 +132,10 @@ struct Checker {
         for (int s = 0; s <= nsrc; ++s)
             if (api.memcpy_sync(buf[s], reinterpret_cast<gpu::CUdeviceptr>(host[size_t(s)].data()), region) != 0)
                 return report(op, d, nsrc, count, shift, in_place, g, "cuMemcpy to the device failed");
+        // From pageable memory cuMemcpy returns before the bytes land (on the null stream);
+        // the kernel runs on a non-blocking stream, so the null stream is waited for first.
+        if (api.stream_synchronize(nullptr) != 0)
+            return report(op, d, nsrc, count, shift, in_place, g, "cuStreamSynchronize (null stream) failed");
         // Offsets into each buffer: all shifted alike, or the last source only.
         std::vector<size_t> at(size_t(nsrc) + 1, kMargin + size_t(shift) * es);
         if (one_shifted) {
