@@ -260,7 +260,8 @@ Status gpurdma_comm::settle_application_work(const gpurdma::algo::Call &call)
     if (settled.is_ok()) return settled;
     return Status::error(settled.code(), name + ": " + gpurdma::plan::coll_name(call.coll) +
                                              " on GPU buffers: waiting for the application's GPU work before "
-                                             "the call: " + settled.message());
+                                             "the call: " +
+                                             settled.message());
 }
 
 gpurdma_status_t gpurdma_comm::run(const gpurdma::algo::Call &call)

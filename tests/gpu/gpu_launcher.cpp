@@ -389,7 +389,8 @@ struct Rank {
             // first, so that what is measured is gpurdma's own.
             const auto &api = CudaDriver::instance().api();
             api.memcpy_sync(b->dptr, reinterpret_cast<CUdeviceptr>(data.data()), data.size());
-            if (opt.max_call_ms > 0) api.stream_synchronize(reinterpret_cast<gpurdma::gpu::CUstream>(0x1));  // CU_STREAM_LEGACY
+            if (opt.max_call_ms > 0)
+                api.stream_synchronize(reinterpret_cast<gpurdma::gpu::CUstream>(0x1));  // CU_STREAM_LEGACY
         }
     }
     std::vector<char> get(Buffer *b)
