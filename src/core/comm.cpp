@@ -248,20 +248,32 @@ bool gpurdma_comm::takes(const gpurdma::algo::Call &call) const
     return gpurdma::reduce::supported(call.op, call.dtype);
 }
 
-// On the caller's thread, as its call begins (its per-thread default stream is its own).
-Status gpurdma_comm::settle_application_work(const gpurdma::algo::Call &call)
+// On the caller's thread, as its call starts (its per-thread default stream is its own):
+// events that begin() polls, so that the wait is bounded by the call's timeout and never
+// holds a nonblocking caller. One fence for the blocking calls (one at a time), one per
+// nonblocking or persistent request.
+Status gpurdma_comm::arm_settle(gpurdma_request &r)
 {
     gpurdma::gpu::PointerInfo sinfo, rinfo;
-    buffers_.info({call.sendbuf, call.recvbuf}, &sinfo, &rinfo);
+    buffers_.info({r.call.sendbuf, r.call.recvbuf}, &sinfo, &rinfo);
     const auto device_context = [](const gpurdma::gpu::PointerInfo &i) {
         return i.kind == gpurdma::gpu::MemoryKind::Device ? i.context : nullptr;
     };
-    const Status settled = gpurdma::gpu::settle_default_streams(device_context(sinfo), device_context(rinfo));
-    if (settled.is_ok()) return settled;
-    return Status::error(settled.code(), name + ": " + gpurdma::plan::coll_name(call.coll) +
-                                             " on GPU buffers: waiting for the application's GPU work before "
-                                             "the call: " +
-                                             settled.message());
+    if (r.kind == Kind::Blocking) {
+        if (!blocking_settle_) blocking_settle_ = std::make_unique<gpurdma::gpu::DefaultStreamFence>();
+        r.settle = blocking_settle_.get();
+    } else {
+        if (!r.own_settle) r.own_settle = std::make_unique<gpurdma::gpu::DefaultStreamFence>();
+        r.settle = r.own_settle.get();
+    }
+    const Status recorded = r.settle->record(device_context(sinfo), device_context(rinfo));
+    if (!recorded.is_ok())
+        return Status::error(recorded.code(), name + ": " + gpurdma::plan::coll_name(r.call.coll) +
+                                                  " on GPU buffers: marking the application's GPU work before "
+                                                  "the call: " +
+                                                  recorded.message());
+    r.settling = true;
+    return Status::ok();
 }
 
 gpurdma_status_t gpurdma_comm::run(const gpurdma::algo::Call &call)
@@ -282,11 +294,11 @@ gpurdma_status_t gpurdma_comm::run(const gpurdma::algo::Call &call)
     const Status ready = prepare(call, device_buffers, Kind::Blocking);
     if (ready.is_unsupported()) return GPURDMA_ERR_UNSUPPORTED;  // handed on, the communicator intact
     if (!ready.is_ok()) return fail(ready.code(), ready.message());
-    if (device_buffers) {
-        const Status settled = settle_application_work(call);
-        if (!settled.is_ok()) return fail(settled.code(), settled.message());
-    }
     gpurdma_request r(this, Kind::Blocking, call, device_buffers);
+    if (device_buffers) {
+        const Status armed = arm_settle(r);
+        if (!armed.is_ok()) return fail(armed.code(), armed.message());
+    }
     if (calls_.empty()) {
         // Nothing in flight: the call runs at once under its loop.
         r.phase = Phase::Started;
@@ -334,11 +346,14 @@ gpurdma_status_t gpurdma_comm::create(const gpurdma::algo::Call &call, Kind kind
         if (ready.is_unsupported()) return GPURDMA_ERR_UNSUPPORTED;
         if (!ready.is_ok()) return fail(ready.code(), ready.message());
     }
-    if (device_buffers && kind != Kind::Persistent) {  // a persistent call settles at each start
-        const Status settled = settle_application_work(call);
-        if (!settled.is_ok()) return fail(settled.code(), settled.message());
-    }
     auto *r = new gpurdma_request(this, kind, call, device_buffers, complete, arg);
+    if (device_buffers && kind == Kind::Nonblocking) {  // a persistent call at each start
+        const Status armed = arm_settle(*r);
+        if (!armed.is_ok()) {
+            delete r;
+            return fail(armed.code(), armed.message());
+        }
+    }
     *out = r;
     if (kind == Kind::Persistent) {
         persistent_.insert(r);  // inactive until started
@@ -357,8 +372,8 @@ gpurdma_status_t gpurdma_comm::start(gpurdma_request &r)
     if (r.kind != Kind::Persistent || r.active.load(std::memory_order_acquire)) return GPURDMA_ERR_INVALID;
     if (broken_) return GPURDMA_ERR_BROKEN;
     if (r.device && !gpurdma::algo::nothing_to_do(r.call, size)) {
-        const Status settled = settle_application_work(r.call);
-        if (!settled.is_ok()) return fail(settled.code(), settled.message());
+        const Status armed = arm_settle(r);
+        if (!armed.is_ok()) return fail(armed.code(), armed.message());
     }
     enqueue(r);
     calls_.drive();

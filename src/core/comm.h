@@ -74,9 +74,10 @@ private:
     static uint64_t gpurdma_comm_stats_t::*call_counter(const gpurdma::algo::Call &call);
     // The host team on first use; unsupported (now and for every later call) if it declined.
     gpurdma::Status ensure_host_team();
-    // Waits for what the application enqueued on its default streams before a call on
-    // GPU buffers (gpu/default_streams.h).
-    gpurdma::Status settle_application_work(const gpurdma::algo::Call &call);
+    // A call on GPU buffers waits for what the application enqueued on its default
+    // streams before it (gpu/default_streams.h): events recorded as it starts, which
+    // begin() polls.
+    gpurdma::Status arm_settle(gpurdma_request &r);
     gpurdma::algo::DeviceAllreduce &device();
     // GPU buffers on a communicator spanning nodes whose host path is set up: the
     // hierarchical device path (or staging, call by call, where it declines).
@@ -145,6 +146,7 @@ private:
     std::optional<gpurdma::exec::ProgressLoop> device_loop_;
     // What each call's buffers are (asked once per call), read by the paths below.
     gpurdma::gpu::BufferQuery buffers_;
+    std::unique_ptr<gpurdma::gpu::DefaultStreamFence> blocking_settle_;  // arm_settle's, for blocking calls
     // Host copies of GPU buffers (kept between calls), their stream and event; uses selector_.
     gpurdma::algo::HostStaging staging_;
     std::unique_ptr<gpurdma::algo::DeviceAllreduce> device_;  // last: released first

@@ -146,6 +146,16 @@ State gpurdma_comm::begin(gpurdma_request &r)
         ++r.moves;
         return State::Done;
     }
+    if (r.settling) {  // the application's GPU work before the call, not waited for at its start
+        bool done = false;
+        const Status polled = r.settle->reached(&done);
+        if (!polled.is_ok())
+            return failed(r, polled.prefixed(name + ": " + gpurdma::plan::coll_name(r.call.coll) +
+                                             " on GPU buffers: waiting for the application's GPU work: "));
+        if (!done) return State::Running;
+        r.settling = false;
+        ++r.moves;
+    }
     r.number = ++calls_begun_;
     const gpurdma::algo::CallKinds *kinds = team_ ? team_->call_kinds() : nullptr;
     if (kinds) kinds->post(r.number, r.device);

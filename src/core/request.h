@@ -7,11 +7,13 @@
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "algo/algorithm.h"
 #include "exec/progress.h"
 #include "exec/task.h"
+#include "gpu/default_streams.h"
 #include "gpurdma/gpurdma.h"
 
 struct gpurdma_comm;
@@ -33,7 +35,11 @@ struct gpurdma_request : gpurdma::exec::Task {
     std::string describe_wait() const override
     {
         if (algorithm) return algorithm->describe_wait();
-        return phase == Phase::Agreeing ? awaited_peer : std::string("the start of the call");
+        if (phase == Phase::Agreeing) return awaited_peer;
+        return settling ? std::string(
+                              "the start of the call, waiting for the application's GPU work on its "
+                              "default streams (enqueued before the call)")
+                        : std::string("the start of the call");
     }
     std::string describe_failure() const override { return failure; }
 
@@ -52,6 +58,11 @@ struct gpurdma_request : gpurdma::exec::Task {
     size_t peer_index = 0;  // Agreeing: the next node peer whose buffer kind is awaited
     std::string awaited_peer;  // Agreeing: who that is, for the timeout message
     std::string failure;
+    // GPU buffers, nonblocking or persistent: the application's default-stream work
+    // enqueued before the start, which the call waits for as it begins.
+    gpurdma::gpu::DefaultStreamFence *settle = nullptr;  // own_settle's, or the communicator's for blocking calls
+    std::unique_ptr<gpurdma::gpu::DefaultStreamFence> own_settle;
+    bool settling = false;
     bool detached = false;  // freed while in flight: the communicator deletes it at completion
     gpurdma_status_t result = GPURDMA_OK;  // Blocking: how it ended
     std::atomic<bool> active{false};  // started and its completion not yet reported

@@ -11,6 +11,9 @@
 // is its to finish before the call, as with every CUDA-aware MPI.
 #pragma once
 
+#include <vector>
+
+#include "base/noncopyable.h"
 #include "gpu/cuda_driver.h"
 
 namespace gpurdma::gpu {
@@ -18,6 +21,30 @@ namespace gpurdma::gpu {
 // Waits for the legacy default stream and the calling thread's per-thread default
 // stream of each distinct context (null: none) among the buffers' (a failure names
 // the call and the CUDA error: a fault of the application's own kernels shows here).
+// A blocking call's wait.
 Status settle_default_streams(CUcontext send_context, CUcontext recv_context);
+
+// The same wait for a nonblocking or persistent call, without holding its caller: an
+// event recorded on each of those streams as the call starts, polled as it begins.
+// A persistent request keeps its events between starts.
+class DefaultStreamFence : private NonCopyable {
+public:
+    ~DefaultStreamFence();
+    // On the caller's thread (its per-thread stream is its own). Without the event
+    // entry points it waits as settle_default_streams does and records nothing.
+    Status record(CUcontext send_context, CUcontext recv_context);
+    // Whether everything recorded has been reached; never waits.
+    Status reached(bool *done);
+
+private:
+    struct Mark {
+        CUcontext ctx;
+        bool legacy;  // else the per-thread stream
+        CUevent event;
+        bool reached;
+    };
+    Status record_in(CUcontext ctx);
+    std::vector<Mark> marks_;
+};
 
 }  // namespace gpurdma::gpu

@@ -25,7 +25,11 @@
 //   [--hold-check]: instead of the checks, one nonblocking and one persistent call of
 //     --max-bytes (checked); with --max-call-ms M, fail if one start or test held the
 //     caller longer (a copy made inside the progress step instead of polled shows here,
-//     with the stand-in's copies slowed far beyond M).
+//     with the stand-in's copies slowed far beyond M; the fills of the device buffers,
+//     which land that slowly too, must not hold a nonblocking start either).
+//   [--fills-land]: each fill of a device buffer (cuMemcpy from pageable memory, which
+//     returns before its bytes land) is waited for before the call, as an application
+//     that synchronises before MPI does; default: the call must wait for it itself.
 //   [--expect-staged]: fail unless every device-buffer call staged through host memory.
 //   [--rail-reduce auto|host|device]: coll_gpurdma_rail_reduce (across nodes: where the
 //     rail stage reduces arrivals).
@@ -98,6 +102,7 @@ struct Options {
     std::string kind = "blocking";  // of every check: blocking, nonblocking, persistent or mixed
     bool hold_check = false;  // only the nonblocking and persistent calls of max_bytes
     double max_call_ms = 0;  // >0: the longest start or test allowed
+    bool fills_land = false;  // device buffers' fills waited for before each call
     bool expect_staged = false;  // no device-buffer call may take the device path
     bool colls = false;  // the other collectives' checks instead of the allreduce ones
     bool split_buffers = false;  // --colls: send and receive buffers also on different sides
@@ -205,8 +210,8 @@ struct Rank {
             const auto &api = CudaDriver::instance().api();
             if (ensure_device(bytes ? bytes : 1)) {
                 api.memcpy_sync(in_place ? drecv : dsend, reinterpret_cast<CUdeviceptr>(mine.data()), bytes);
-                // As in put(): landed here only where the start's hold is measured.
-                if (opt.max_call_ms > 0) api.stream_synchronize(reinterpret_cast<gpurdma::gpu::CUstream>(0x1));
+                // As in put(): left landing unless --fills-land.
+                if (opt.fills_land) api.stream_synchronize(reinterpret_cast<gpurdma::gpu::CUstream>(0x1));
                 st = call(kind, in_place ? nullptr : reinterpret_cast<void *>(dsend), reinterpret_cast<void *>(drecv),
                           count, d, op);
                 api.memcpy_sync(reinterpret_cast<CUdeviceptr>(got.data()), drecv, bytes);
@@ -384,12 +389,11 @@ struct Rank {
         if (!b->device) std::memcpy(b->host.data(), data.data(), data.size());
         else if (!data.empty()) {
             // From pageable memory cuMemcpy returns before the bytes land: gpurdma waits for
-            // them as the call starts (gpu/default_streams.h), which is what the checks test.
-            // Where the time a start holds the caller is measured, the fill lands here
-            // first, so that what is measured is gpurdma's own.
+            // them as the call begins (gpu/default_streams.h), which is what the checks test
+            // (--fills-land: they land here first, as after an application's own wait).
             const auto &api = CudaDriver::instance().api();
             api.memcpy_sync(b->dptr, reinterpret_cast<CUdeviceptr>(data.data()), data.size());
-            if (opt.max_call_ms > 0)
+            if (opt.fills_land)
                 api.stream_synchronize(reinterpret_cast<gpurdma::gpu::CUstream>(0x1));  // CU_STREAM_LEGACY
         }
     }
@@ -1042,6 +1046,8 @@ bool parse(int argc, char **argv, Options *o)
             o->kind = next();
             if (o->kind != "blocking" && o->kind != "nonblocking" && o->kind != "persistent" && o->kind != "mixed")
                 return false;
+        } else if (a == "--fills-land") {
+            o->fills_land = true;
         } else if (a == "--hold-check") {
             o->hold_check = true;
         } else if (a == "--max-call-ms") {
@@ -1099,14 +1105,15 @@ int main(int argc, char **argv)
 {
     Options opt;
     if (!parse(argc, argv, &opt)) {
-        std::fprintf(stderr,
-                     "usage: %s --mode host|device|probe [--np 2,4] [--max-bytes N] [--verbose V] [--expect-device] "
-                     "[--bench] [--limit SECONDS] [--fake-hosts K] [--logical-nodes K|a,b,c] [--algorithm A] "
-                     "[--chunk-size N] [--stage-max N] [--bench-min N] [--timeout S] [--stop-rank R] [--host-ranks "
-                     "a,b] [--alternate] [--expect-errors] "
-                     "[--kind nonblocking|persistent|mixed] [--hold-check] [--max-call-ms M] [--expect-staged] "
-                     "[--rail-reduce auto|host|device] [--colls [--split-buffers] [--interleave]]\n",
-                     argv[0]);
+        std::fprintf(
+            stderr,
+            "usage: %s --mode host|device|probe [--np 2,4] [--max-bytes N] [--verbose V] [--expect-device] "
+            "[--bench] [--limit SECONDS] [--fake-hosts K] [--logical-nodes K|a,b,c] [--algorithm A] "
+            "[--chunk-size N] [--stage-max N] [--bench-min N] [--timeout S] [--stop-rank R] [--host-ranks "
+            "a,b] [--alternate] [--expect-errors] "
+            "[--kind nonblocking|persistent|mixed] [--hold-check] [--max-call-ms M] [--fills-land] [--expect-staged] "
+            "[--rail-reduce auto|host|device] [--colls [--split-buffers] [--interleave]]\n",
+            argv[0]);
         return 2;
     }
     if (opt.probe) {  // in this process only: the ranks are forked before any CUDA call

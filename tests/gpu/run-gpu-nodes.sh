@@ -173,17 +173,25 @@ step "one node of 3, rank 2 passes host buffers (blocking, nonblocking, persiste
 GPURDMA_FAKE_CUDA_COPY_GBPS=0.5 step "2x2, every call staged whole (ring), nonblocking and persistent in turn, slow copies" \
     --np 4 --logical-nodes 2 --algorithm ring --kind mixed --max-bytes 1048576 --expect-staged --limit 240
 if [ -n "${GPURDMA_FAKE_CUDA_LEAKS:-}" ]; then
-    # 1 s per 64 KiB copy: a copy made inside iallreduce/start/test would hold it that long.
+    # 1 s per 64 KiB copy: a copy made inside iallreduce/start/test would hold it that
+    # long; so would a wait for the application's own fill (left landing: the calls
+    # wait for it by polling an event, and their results are checked).
     GPURDMA_FAKE_CUDA_COPY_GBPS=0.0000655 step "2x2, staged nonblocking and persistent calls never hold the caller in a copy" \
         --np 4 --logical-nodes 2 --algorithm ring --hold-check --max-bytes 65536 --max-call-ms 400 --expect-staged \
         --limit 120
-    # 2 s per 128 KiB copy against a 1 s timeout: the error names the stage.
+    # 2 s per 128 KiB copy against a 1 s timeout: the error names the stage (the fills
+    # waited for first, as an application that synchronises before MPI does).
     GPURDMA_FAKE_CUDA_COPY_GBPS=0.0000655 want="timed out after 1 s in GPU staging in" \
         step "2x2, a staging copy outlasting the timeout: errors naming the stage" --np 4 --logical-nodes 2 \
-        --algorithm ring --hold-check --max-bytes 131072 --timeout 1 --expect-errors --limit 120
+        --algorithm ring --hold-check --fills-land --max-bytes 131072 --timeout 1 --expect-errors --limit 120
     # Staging out is the host-to-device copy of the result: only that direction slow.
     GPURDMA_FAKE_CUDA_H2D_GBPS=0.0000655 want="timed out after 1 s in GPU staging out" \
         step "2x2, a copy back outlasting the timeout: errors naming the stage" --np 4 --logical-nodes 2 \
+        --algorithm ring --hold-check --fills-land --max-bytes 131072 --timeout 1 --expect-errors --limit 120
+    # The application's own copy into its buffer still landing after the timeout: the
+    # calls end with an error that names it, not a hang.
+    GPURDMA_FAKE_CUDA_H2D_GBPS=0.0000655 want="the application's GPU work" \
+        step "2x2, the application's own copy outlasting the timeout: errors naming it" --np 4 --logical-nodes 2 \
         --algorithm ring --hold-check --max-bytes 131072 --timeout 1 --expect-errors --limit 120
 fi
 step "2x2, rank 1 stops mid-call: errors within the 5 s timeout" --np 4 --logical-nodes 2 --algorithm hier \
