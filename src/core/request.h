@@ -58,8 +58,8 @@ struct gpurdma_request : gpurdma::exec::Task {
     size_t peer_index = 0;  // Agreeing: the next node peer whose buffer kind is awaited
     std::string awaited_peer;  // Agreeing: who that is, for the timeout message
     std::string failure;
-    // GPU buffers, nonblocking or persistent: the application's default-stream work
-    // enqueued before the start, which the call waits for as it begins.
+    // GPU buffers: the application's default-stream work enqueued before the start,
+    // which the call waits for as it begins (gpurdma_comm::arm_settle).
     gpurdma::gpu::DefaultStreamFence *settle = nullptr;  // own_settle's, or the communicator's for blocking calls
     std::unique_ptr<gpurdma::gpu::DefaultStreamFence> own_settle;
     bool settling = false;

@@ -28,8 +28,7 @@ Status settle(CUcontext ctx)
     return Status::ok();
 }
 
-}  // namespace
-
+// The same wait on the host (drivers without events).
 Status settle_default_streams(CUcontext send_context, CUcontext recv_context)
 {
     const auto &d = CudaDriver::instance();
@@ -41,6 +40,8 @@ Status settle_default_streams(CUcontext send_context, CUcontext recv_context)
     if (send_context && send_context != recv_context) return settle(send_context);
     return Status::ok();
 }
+
+}  // namespace
 
 DefaultStreamFence::~DefaultStreamFence()
 {

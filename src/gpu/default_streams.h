@@ -6,7 +6,7 @@
 // GPU (cudaMemcpy H2D) returns once its source is staged, before its DMA lands (CUDA's
 // "API synchronization behavior"). gpurdma's streams are non-blocking (never ordered
 // behind the legacy stream) and a peer reads the buffer through CUDA IPC from a process
-// of its own, so neither waits for that work: the call waits for it on the host, before
+// of its own, so neither waits for that work: the call waits for it (below) before
 // the buffers are announced or read. Work on the application's own non-blocking streams
 // is its to finish before the call, as with every CUDA-aware MPI.
 #pragma once
@@ -18,22 +18,19 @@
 
 namespace gpurdma::gpu {
 
-// Waits for the legacy default stream and the calling thread's per-thread default
-// stream of each distinct context (null: none) among the buffers' (a failure names
-// the call and the CUDA error: a fault of the application's own kernels shows here).
-// A blocking call's wait.
-Status settle_default_streams(CUcontext send_context, CUcontext recv_context);
-
-// The same wait for a nonblocking or persistent call, without holding its caller: an
-// event recorded on each of those streams as the call starts, polled as it begins.
-// A persistent request keeps its events between starts.
+// The wait, without holding the caller: an event recorded on the legacy default stream
+// and one on the calling thread's per-thread default stream, of each distinct context
+// (null: none) among the call's buffers, as the call starts; polled as it begins, so
+// the wait is the call's own, bounded by its timeout. A fence is reused from call to
+// call (its events made once).
 class DefaultStreamFence : private NonCopyable {
 public:
     ~DefaultStreamFence();
-    // On the caller's thread (its per-thread stream is its own). Without the event
-    // entry points it waits as settle_default_streams does and records nothing.
+    // On the caller's thread (its per-thread stream is its own). A driver without the
+    // event entry points: waits for those streams here instead and records nothing.
     Status record(CUcontext send_context, CUcontext recv_context);
-    // Whether everything recorded has been reached; never waits.
+    // Whether everything recorded has been reached; never waits. A failure names the
+    // stream and the CUDA error (a fault of the application's own kernels shows here).
     Status reached(bool *done);
 
 private:
