@@ -12,7 +12,11 @@ cd "$build"
 make -j"$(nproc)" check TESTS= >/dev/null
 if ! make -j1 check; then
     for f in tests/unit/*.log tests/mpi/*.log tests/mpich/*.log tests/cluster/*.log tests/gpu/*.log contrib/*.log; do
-        [ -f "$f" ] && tail -60 "$f"
+        [ -f "$f" ] || continue
+        # A long log's failing step may sit above its last lines: its FAIL lines and
+        # the step headers before them first.
+        if grep -q 'FAIL' "$f"; then grep -B3 'FAIL' "$f" | head -80 || true; fi
+        tail -60 "$f"
     done
     exit 1
 fi
