@@ -15,6 +15,17 @@ const char *stream_name(bool legacy)
     return legacy ? "the application's legacy default stream" : "the caller's per-thread default stream";
 }
 
+// Runs `each` on the distinct non-null contexts among a call's two buffers' (receive first).
+template <class Each> Status for_each_context(CUcontext send_context, CUcontext recv_context, Each each)
+{
+    if (recv_context) {
+        const Status st = each(recv_context);
+        if (!st.is_ok()) return st;
+    }
+    if (send_context && send_context != recv_context) return each(send_context);
+    return Status::ok();
+}
+
 Status settle(CUcontext ctx)
 {
     const auto &d = CudaDriver::instance();
@@ -33,12 +44,7 @@ Status settle_default_streams(CUcontext send_context, CUcontext recv_context)
 {
     const auto &d = CudaDriver::instance();
     if (!d.available() || !d.api().stream_synchronize) return Status::ok();  // no GPU buffers then
-    if (recv_context) {
-        const Status st = settle(recv_context);
-        if (!st.is_ok()) return st;
-    }
-    if (send_context && send_context != recv_context) return settle(send_context);
-    return Status::ok();
+    return for_each_context(send_context, recv_context, settle);
 }
 
 }  // namespace
@@ -60,12 +66,7 @@ Status DefaultStreamFence::record(CUcontext send_context, CUcontext recv_context
     if (!a.event_create || !a.event_record || !a.event_query || !a.event_destroy)
         return settle_default_streams(send_context, recv_context);
     for (Mark &m : marks_) m.reached = true;  // only this start's contexts are waited for
-    if (recv_context) {
-        const Status st = record_in(recv_context);
-        if (!st.is_ok()) return st;
-    }
-    if (send_context && send_context != recv_context) return record_in(send_context);
-    return Status::ok();
+    return for_each_context(send_context, recv_context, [this](CUcontext ctx) { return record_in(ctx); });
 }
 
 Status DefaultStreamFence::record_in(CUcontext ctx)
