@@ -86,18 +86,21 @@ case "$mode" in
         [ -f "$build/Makefile" ] || build=$top/build
     fi
     [ -f "$build/Makefile" ] || { echo "no configured build in $build (run contrib/setup.sh)"; exit 1; }
-    make -C "$build" -j2 tests/gpu/gpu_launcher tests/gpu/kernel_check tests/mpi/device_check >/dev/null
+    make -C "$build" -j2 tests/gpu/gpu_launcher tests/gpu/kernel_check tests/mpi/device_check tests/mpi/device_colls_check >/dev/null
     grep -q '^#define GPURDMA_HAVE_CUDA 1' "$build/config.h" ||
         echo "warning: $build was configured without CUDA: the bundle has no GPU kernels (device mode stages)"
     rm -rf "$dir"
     mkdir -p "$dir"
-    cp "$build/tests/gpu/gpu_launcher" "$build/tests/gpu/kernel_check" "$build/tests/mpi/device_check" "$dir/"
+    cp "$build/tests/gpu/gpu_launcher" "$build/tests/gpu/kernel_check" "$build/tests/mpi/device_check" \
+        "$build/tests/mpi/device_colls_check" "$dir/"
     mkdir -p "$dir/component"
     cp -L "$build/component/mca_coll_gpurdma.so" "$dir/component/"
-    strip --strip-debug "$dir/gpu_launcher" "$dir/kernel_check" "$dir/device_check" "$dir/component/mca_coll_gpurdma.so" \
+    strip --strip-debug "$dir/gpu_launcher" "$dir/kernel_check" "$dir/device_check" "$dir/device_colls_check" \
+        "$dir/component/mca_coll_gpurdma.so" \
         2>/dev/null || true
     mpirun --version 2>/dev/null | head -n 1 > "$dir/OMPI_VERSION"
     deps=("$build/tests/gpu/gpu_launcher" "$build/tests/gpu/kernel_check" "$build/tests/mpi/device_check"
+          "$build/tests/mpi/device_colls_check"
           "$build/component/mca_coll_gpurdma.so")
     bundle_open_mpi
     # Everything ldd resolves except glibc itself (the target's own glibc runs it).
@@ -195,7 +198,10 @@ case "$mode" in
         echo "SKIP: no nvidia-cuda-mps-control here (the small-message times above include time slicing)"
     fi
     echo "== reduce-scatter, allgather, bcast and reduce on GPU buffers (np 2,3,4 one node; np 4 at 2 logical nodes, an allreduce on the device path after each)"
-    step "the other collectives, one node" 40 "$launcher" --mode device --colls --np 2,3,4 --max-bytes $((1 << 20)) --limit 30
+    step "the other collectives, one node, on the GPUs at every size" 40 "$launcher" --mode device --colls --np 2,3,4 \
+        --stage-max 0 --expect-device --max-bytes $((1 << 20)) --limit 30
+    step "the other collectives, one node, small ones staged" 40 "$launcher" --mode device --colls --np 4 \
+        --expect-device --max-bytes $((1 << 20)) --limit 30
     step "the other collectives, 2 logical nodes" 40 "$launcher" --mode device --colls --np 4 --logical-nodes 2 --interleave \
         --stage-max 0 --max-bytes $((1 << 20)) --limit 30
     # hierarchical NAME CAP LAUNCHER-ARGS...: the hierarchical device path at 2 logical
@@ -240,6 +246,13 @@ case "$mode" in
             --mca pml ob1 --mca btl self,vader --mca coll_gpurdma_priority 100 --mca coll_gpurdma_verbose 1 \
             --mca coll_gpurdma_logical_nodes 2 --mca coll_gpurdma_timeout 30 "$dir/device_check" \
             --max-bytes $((16 << 20)) --expect-device
+        OPAL_PREFIX=$o PATH=$o/bin:$PATH OMPI_MCA_plm=isolated PMIX_MCA_mca_base_component_path=$o/pmix \
+            UCX_MODULE_DIR=$o/ucx OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+            OMPI_MCA_mca_base_component_path="$o$(cat "$o/PKGLIBDIR"):$dir/component" \
+            step "device_colls_check under the bundled mpirun (one node, np 4)" 60 "$o/bin/mpirun" --oversubscribe \
+            --bind-to none -np 4 --mca pml ob1 --mca btl self,vader --mca coll_gpurdma_priority 100 \
+            --mca coll_gpurdma_verbose 1 --mca coll_gpurdma_device_stage_max 0 --mca coll_gpurdma_timeout 30 \
+            "$dir/device_colls_check" --max-bytes $((16 << 20)) --expect-device
     elif [ -z "$have" ]; then
         echo "SKIP: no mpirun here, and the bundle carries none (built with Open MPI 5; this step needs ${want:-the Open MPI of the build})"
     elif [ "$have" != "$want" ]; then
@@ -251,6 +264,12 @@ case "$mode" in
             step "device_check under mpirun" 60 mpirun --oversubscribe --bind-to none -np 4 --mca pml ob1 --mca btl self,vader \
             --mca coll_gpurdma_priority 100 --mca coll_gpurdma_verbose 1 --mca coll_gpurdma_logical_nodes 2 \
             --mca coll_gpurdma_timeout 30 "$dir/device_check" --max-bytes $((16 << 20)) --expect-device
+        OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+            OMPI_MCA_mca_base_component_path="$pkglibdir:$dir/component" \
+            step "device_colls_check under mpirun (one node, np 4)" 60 mpirun --oversubscribe --bind-to none -np 4 \
+            --mca pml ob1 --mca btl self,vader --mca coll_gpurdma_priority 100 --mca coll_gpurdma_verbose 1 \
+            --mca coll_gpurdma_device_stage_max 0 --mca coll_gpurdma_timeout 30 "$dir/device_colls_check" \
+            --max-bytes $((16 << 20)) --expect-device
     fi
     if [ ${#failed[@]} -gt 0 ]; then
         echo "FAIL ($(( $(date +%s) - start )) s): ${#failed[@]} step(s): $(printf '%s; ' "${failed[@]}")"

@@ -419,7 +419,7 @@ typedef struct gpurdma_comm_stats {
     uint64_t ring_calls;
     uint64_t rd_calls;
     uint64_t hier_calls;
-    uint64_t device_calls; /* GPU-buffer calls done on the GPU (not staged through host) */
+    uint64_t device_calls; /* GPU-buffer calls of any collective done on the GPU (not staged through host) */
     uint64_t node_calls; /* one-node shared-memory allreduce */
     uint64_t nonblocking_calls; /* of calls: started by gpurdma_iallreduce */
     uint64_t persistent_calls; /* of calls: started by gpurdma_request_start */

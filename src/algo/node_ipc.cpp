@@ -12,19 +12,25 @@ const char *source_of(const Call &call)
 }  // namespace
 
 void post_buffers(gpu::DeviceTeam &team, int rank, uint64_t seq, const Call &call, const gpu::PointerInfo &src,
-                  const gpu::PointerInfo &dst, bool local_ok)
+                  const gpu::PointerInfo &dst, bool local_ok, BufferSides shared)
 {
     gpu::ControlSlot &me = team.slot(rank);
     uint32_t vote = local_ok;
+    me.src_shared = shared.src;
+    me.dst_shared = shared.dst;
     if (vote) {
         const auto &api = gpu::CudaDriver::instance().api();
         gpu::ContextScope scope(team.context());
-        vote = api.ipc_get_mem_handle(&me.src_handle, src.base) == 0 &&
-               api.ipc_get_mem_handle(&me.dst_handle, dst.base) == 0;
-        me.src_id = src.buffer_id;
-        me.dst_id = dst.buffer_id;
-        me.src_offset = reinterpret_cast<uintptr_t>(source_of(call)) - src.base;
-        me.dst_offset = reinterpret_cast<uintptr_t>(call.recvbuf) - dst.base;
+        if (shared.src) {
+            vote = api.ipc_get_mem_handle(&me.src_handle, src.base) == 0;
+            me.src_id = src.buffer_id;
+            me.src_offset = reinterpret_cast<uintptr_t>(source_of(call)) - src.base;
+        }
+        if (shared.dst && vote) {
+            vote = api.ipc_get_mem_handle(&me.dst_handle, dst.base) == 0;
+            me.dst_id = dst.buffer_id;
+            me.dst_offset = reinterpret_cast<uintptr_t>(call.recvbuf) - dst.base;
+        }
     }
     me.vote = vote;
     me.posted.store(seq, std::memory_order_release);
@@ -53,12 +59,13 @@ Status map_member_buffers(gpu::DeviceTeam &team, const std::vector<int> &members
         }
         const gpu::ControlSlot &p = team.slot(r);
         uintptr_t sbase = 0, dbase = 0;
-        Status mapped = ipc.map(r, p.src_id, p.src_handle, &sbase);
-        if (mapped.is_ok()) mapped = ipc.map(r, p.dst_id, p.dst_handle, &dbase);
+        Status mapped = Status::ok();
+        if (p.src_shared) mapped = ipc.map(r, p.src_id, p.src_handle, &sbase);
+        if (mapped.is_ok() && p.dst_shared) mapped = ipc.map(r, p.dst_id, p.dst_handle, &dbase);
         if (!mapped.is_ok())
             return Status::error(mapped.code(), "mapping the buffers of " + team.describe(r) + ": " + mapped.message());
-        (*srcs)[i] = reinterpret_cast<const char *>(sbase + p.src_offset);
-        (*dsts)[i] = reinterpret_cast<char *>(dbase + p.dst_offset);
+        if (p.src_shared) (*srcs)[i] = reinterpret_cast<const char *>(sbase + p.src_offset);
+        if (p.dst_shared) (*dsts)[i] = reinterpret_cast<char *>(dbase + p.dst_offset);
     }
     return Status::ok();
 }

@@ -11,7 +11,7 @@ Route route(const RouteFacts &f)
     if (!f.device_buffers) return {Path::Host, ""};
     const auto staged = [](const char *why) { return Route{Path::Staged, why}; };
     if (!f.node_all_device) return staged("a node peer passes host buffers");
-    if (!f.allreduce) return staged("no device path for this collective");
+    if (!f.allreduce && f.across_nodes) return staged("no device path across nodes for this collective");
     if (!f.device_kernel) return staged("no device kernel (long double)");
     // Small messages on one node: two copies and the host latency path cost less than
     // the device path's barriers, kernel and copies. (Across nodes the host plan's size

@@ -12,7 +12,7 @@ namespace gpurdma::algo {
 
 enum class Path {
     Host,  // the host algorithm on the buffers (host memory)
-    DeviceOneNode,  // GPU buffers, one node: IPC reduce-scatter and allgather on the GPUs
+    DeviceOneNode,  // GPU buffers, one node: kernels and copies over CUDA IPC on the GPUs
     DeviceHierarchical,  // GPU buffers across nodes: node stages on the GPUs, the rail between
     Staged,  // GPU buffers through page-locked host copies and the host algorithm
     Decline,  // back to the previous module: no host path (its set-up declined)
@@ -29,7 +29,8 @@ struct RouteFacts {
     bool node_all_device = true;
     // A device kernel exists for the op and type (not long double).
     bool device_kernel = true;
-    // The call is an allreduce (the device paths' only collective so far).
+    // The call is an allreduce (the hierarchical device path's only collective; the
+    // one-node device path takes every collective).
     bool allreduce = true;
     // The host path's plan runs this size hierarchically (only asked across nodes).
     bool host_hierarchical = false;

@@ -148,8 +148,10 @@ State gpurdma_comm::advance_call(gpurdma_request &r)
 void gpurdma_comm::finished(gpurdma_request &r)
 {
     r.algorithm->finish();
-    // The algorithms' counters are allreduce's (none: a staged call on a single rank).
-    if (const auto counter = r.algorithm->counter(); counter && r.call.coll == gpurdma::plan::Coll::Allreduce)
+    // The algorithms' counters are allreduce's (none: a staged call on a single rank),
+    // but for device_calls, which counts every collective's calls on the GPU.
+    if (const auto counter = r.algorithm->counter();
+        counter && (r.call.coll == gpurdma::plan::Coll::Allreduce || counter == &gpurdma_comm_stats_t::device_calls))
         tally(counter);
     if (team_ && r.phase != Phase::Device)
         tally(&gpurdma_comm_stats_t::bytes_put, team_->bytes_sent() - stats.bytes_put);

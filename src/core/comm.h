@@ -20,8 +20,8 @@
 #include <thread>
 
 #include "algo/algorithm.h"
-#include "algo/device_allreduce.h"
 #include "algo/device_hierarchical.h"
+#include "algo/device_one_node.h"
 #include "algo/host_staging.h"
 #include "algo/route.h"
 #include "base/status.h"
@@ -78,7 +78,7 @@ private:
     // streams before it (gpu/default_streams.h): events recorded as it starts, which
     // begin() polls.
     gpurdma::Status arm_settle(gpurdma_request &r);
-    gpurdma::algo::DeviceAllreduce &device();
+    gpurdma::algo::DeviceOneNode &device();
     // GPU buffers on a communicator spanning nodes whose host path is set up: the
     // hierarchical device path (or staging, call by call, where it declines).
     bool device_across_nodes() const;
@@ -149,6 +149,6 @@ private:
     std::unique_ptr<gpurdma::gpu::DefaultStreamFence> blocking_settle_;  // arm_settle's, for blocking calls
     // Host copies of GPU buffers (kept between calls), their stream and event; uses selector_.
     gpurdma::algo::HostStaging staging_;
-    std::unique_ptr<gpurdma::algo::DeviceAllreduce> device_;  // last: released first
+    std::unique_ptr<gpurdma::algo::DeviceOneNode> device_;  // last: released first
     std::unique_ptr<gpurdma::algo::DeviceHierarchical> device_hier_;  // uses team_: released before it
 };

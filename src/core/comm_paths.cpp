@@ -35,9 +35,9 @@ gpurdma::gpu::DeviceSetup gpurdma_comm::device_setup() const
     return setup;
 }
 
-gpurdma::algo::DeviceAllreduce &gpurdma_comm::device()
+gpurdma::algo::DeviceOneNode &gpurdma_comm::device()
 {
-    if (!device_) device_ = std::make_unique<gpurdma::algo::DeviceAllreduce>(device_setup(), team_.get());
+    if (!device_) device_ = std::make_unique<gpurdma::algo::DeviceOneNode>(device_setup(), team_.get());
     return *device_;
 }
 
@@ -160,11 +160,13 @@ State gpurdma_comm::begin(gpurdma_request &r)
     const gpurdma::algo::CallKinds *kinds = team_ ? team_->call_kinds() : nullptr;
     if (kinds) kinds->post(r.number, r.device);
     if (!r.device) return begin_host(r);
-    // The other collectives have no device path: their GPU buffers always stage, with no
-    // agreement (a bcast's root may have begun a later call while a peer decides this one).
-    if (r.call.coll != gpurdma::plan::Coll::Allreduce) return stage_declined(r);
     ++r.moves;
     if (!kinds) return begin_routed(r, true);
+    // A collective that stages whatever the node's buffers (across nodes, small) needs
+    // no agreement: a bcast's root may have begun a later call while a peer decides this one.
+    if (r.call.coll != gpurdma::plan::Coll::Allreduce &&
+        gpurdma::algo::route(route_facts(r, true)).path != gpurdma::algo::Path::DeviceOneNode)
+        return stage_declined(r);
     r.phase = Phase::Agreeing;
     r.peer_index = 0;
     return agree(r);
@@ -188,6 +190,11 @@ State gpurdma_comm::agree(gpurdma_request &r)
                              " (buffer-kind agreement: GPU buffers here)";
             return State::Running;
         }
+        // Only an allreduce must meet every peer in the same call. A peer of another
+        // collective that has begun a later call did not take the device path with this
+        // rank in this one (that path holds every rank until all have joined it): it
+        // staged (a peer passing host buffers, or a decline), and so does this rank.
+        if (kind == Kinds::Kind::Later && r.call.coll != gpurdma::plan::Coll::Allreduce) return begin_routed(r, false);
         if (kind == Kinds::Kind::Later)
             return failed(r, Status::error(GPURDMA_ERR_TRANSPORT, name + ": buffer-kind agreement: node peer " + who +
                                                                       " has begun a later call than " +
@@ -204,11 +211,11 @@ State gpurdma_comm::agree(gpurdma_request &r)
 gpurdma::algo::RouteFacts gpurdma_comm::route_facts(const gpurdma_request &r, bool node_all_device)
 {
     gpurdma::algo::RouteFacts f;
-    f.bytes = r.call.count * gpurdma::reduce::dtype_size(r.call.dtype);
+    f.bytes = gpurdma::algo::total_count(r.call, size) * gpurdma::reduce::dtype_size(r.call.dtype);
     f.allreduce = r.call.coll == gpurdma::plan::Coll::Allreduce;
     f.device_buffers = r.device;
     f.node_all_device = node_all_device;
-    f.device_kernel = gpurdma::reduce::device::device_supported(r.call.op, r.call.dtype);
+    f.device_kernel = !r.call.reduces() || gpurdma::reduce::device::device_supported(r.call.op, r.call.dtype);
     f.size = size;
     f.host_path = size == 1 || selector_ != nullptr;
     f.across_nodes = device_across_nodes();

@@ -69,6 +69,7 @@ struct ControlSlot {
     alignas(64) std::atomic<uint64_t> reduced;  // call whose slice this rank has reduced
     alignas(64) std::atomic<uint64_t> gathered;  // call this rank has finished (buffers free)
     alignas(64) uint32_t vote;  // 1: this rank can take the device path
+    uint32_t src_shared, dst_shared;  // 1: the handle and offset below are posted
     uint64_t src_id, dst_id;  // buffer IDs (cache keys)
     uint64_t src_offset, dst_offset;  // pointer minus allocation base
     CUipcMemHandle src_handle, dst_handle;

@@ -59,10 +59,12 @@ else
 fi
 # The other collectives (reduce_scatter block and uneven with zeros, allgather, bcast and
 # reduce at every root; blocking, nonblocking and persistent; in place and not) on GPU
-# buffers, which stage through page-locked host memory: one node at np 2, 3 and 4, ranks
-# of one node mixing host and GPU buffers (and send and receive buffers on different
-# sides), an allreduce on the device path after every call, logical nodes (2x2; 2+1
-# with the one-rank node on host buffers), and (stand-in) slow copies.
+# buffers: on one node the device path (kernels and copies over CUDA IPC,
+# algo/device_node_work.h) at every size, and small messages staged through page-locked
+# host memory as by default; ranks of one node mixing host and GPU buffers (and send and
+# receive buffers on different sides: the node stages); an allreduce on the device path
+# after every call; logical nodes (2x2; 2+1 with the one-rank node on host buffers),
+# where they stage; and (stand-in) slow and jittered copies and kernels.
 colls_env=()
 stand_in=0
 if ! "$launcher" --mode probe >/dev/null; then
@@ -76,13 +78,21 @@ colls() {
     env "${colls_env[@]}" "$launcher" --mode device --colls --max-bytes 65536 --limit 120 "$@" ||
         { echo "FAIL: the other collectives on device buffers: $what"; exit 1; }
 }
-colls "one node" --np 2,3,4
+colls "one node, on the GPUs at every size" --np 2,3,4 --stage-max 0 --expect-device
+colls "one node, small messages staged (coll_gpurdma_device_stage_max's default)" --np 3 --expect-device
 colls "one node, ranks 1 and 2 on host buffers, split buffers" --np 4 --host-ranks 1,2 --split-buffers
 colls "one node, an allreduce on the device path after every call" --np 4 --interleave --stage-max 0
 colls "logical nodes 2x2, an allreduce after every call" --np 4 --logical-nodes 2 --interleave --stage-max 0
-colls "logical nodes 2+1, the one-rank node on host buffers" --np 3 --logical-nodes 2,1 --host-ranks 2
+colls "logical nodes 2+1, the one-rank node on host buffers: staged" --np 3 --logical-nodes 2,1 --host-ranks 2 \
+    --stage-max 0 --expect-staged
 if [ $stand_in = 1 ]; then
-    colls_env+=(GPURDMA_FAKE_CUDA_COPY_GBPS=0.2)
+    env_before=("${colls_env[@]}")
+    colls_env+=(GPURDMA_FAKE_CUDA_COPY_GBPS=0.2 GPURDMA_FAKE_CUDA_KERNEL_GBPS=0.2)
+    colls "one node, on the GPUs, copies and kernels at 0.2 GB/s" --np 4 --stage-max 0 --expect-device
+    colls_env=("${env_before[@]}" GPURDMA_FAKE_CUDA_JITTER_US=500)
+    colls "one node, on the GPUs, copies and kernels delayed 0..500 us at random, split buffers" --np 3 \
+        --stage-max 0 --expect-device --split-buffers
+    colls_env=("${env_before[@]}" GPURDMA_FAKE_CUDA_COPY_GBPS=0.2)
     colls "logical nodes 2x2, split buffers, copies at 0.2 GB/s" --np 4 --logical-nodes 2 --split-buffers
 fi
 echo "PASS"

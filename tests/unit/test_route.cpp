@@ -73,6 +73,21 @@ TEST(Route, EachReasonToStage)
     EXPECT_EQ(route(f).path, Path::DeviceHierarchical);
 }
 
+// The other collectives: the one-node device path takes them; across nodes they stage.
+TEST(Route, OtherCollectivesOnOneNodeOnly)
+{
+    RouteFacts f = device_call(1 << 20);
+    f.allreduce = false;
+    EXPECT_EQ(route(f).path, Path::DeviceOneNode);
+    f.bytes = 4096;  // small messages stage as allreduce's do
+    EXPECT_EQ(route(f).path, Path::Staged);
+    f.bytes = 1 << 20;
+    f.across_nodes = true;
+    f.host_hierarchical = true;
+    EXPECT_EQ(route(f).path, Path::Staged);
+    EXPECT_STREQ(route(f).why, "no device path across nodes for this collective");
+}
+
 TEST(Route, NoHostPathDeclinesEverything)
 {
     RouteFacts f = device_call(64);

@@ -1,8 +1,9 @@
-#include "algo/device_allreduce.h"
+#include "algo/device_one_node.h"
 
 #include <algorithm>
 #include <utility>
 
+#include "algo/call_spans.h"
 #include "algo/device_team_setup.h"
 #include "algo/node_ipc.h"
 #include "gpu/buffer_query.h"
@@ -16,19 +17,14 @@ namespace {
 
 constexpr uint64_t kFail = gpu::ControlSlot::kFail;
 
-bool in_place(const Call &call)
-{
-    return call.sendbuf == nullptr || call.sendbuf == call.recvbuf;
-}
-
 }  // namespace
 
-DeviceAllreduce::DeviceAllreduce(gpu::DeviceSetup setup, HostTeam *host) : setup_(std::move(setup)), host_(host) {}
+DeviceOneNode::DeviceOneNode(gpu::DeviceSetup setup, HostTeam *host) : setup_(std::move(setup)), host_(host) {}
 
-DeviceAllreduce::~DeviceAllreduce() = default;
+DeviceOneNode::~DeviceOneNode() = default;
 
 // Without a host team (a communicator of one rank): over the bootstrap, at once.
-Status DeviceAllreduce::set_up(const gpu::PointerInfo &first_buffer)
+Status DeviceOneNode::set_up(const gpu::PointerInfo &first_buffer)
 {
     const Status st = gpu::DeviceTeam::create(setup_, first_buffer, &team_);
     if (st.is_ok()) team_state_ = DeviceSetUp::Ready;
@@ -36,7 +32,7 @@ Status DeviceAllreduce::set_up(const gpu::PointerInfo &first_buffer)
     return st;
 }
 
-Status DeviceAllreduce::start(const Call &call)
+Status DeviceOneNode::start(const Call &call)
 {
     gpu::PointerInfo sinfo, rinfo;
     gpu::buffer_info(setup_.buffers, {call.sendbuf, call.recvbuf}, &sinfo, &rinfo);
@@ -58,34 +54,38 @@ Status DeviceAllreduce::start(const Call &call)
 }
 
 // The set-up step of a call that started it: Running until the node agreed, then the call.
-exec::State DeviceAllreduce::advance_set_up()
+exec::State DeviceOneNode::advance_set_up()
 {
     CallSetUpHooks hooks;
     hooks.begin = [this](const gpu::PointerInfo &s, const gpu::PointerInfo &r) { return begin_call(call_, s, r); };
     return step_call_set_up(call_, setup_, hooks, &setting_up_, &team_, &team_state_, &position_, &failure_, &step_);
 }
 
-Status DeviceAllreduce::begin_call(const Call &call, const gpu::PointerInfo &sinfo, const gpu::PointerInfo &rinfo)
+Status DeviceOneNode::begin_call(const Call &call, const gpu::PointerInfo &sinfo, const gpu::PointerInfo &rinfo)
 {
     call_ = call;
-    if (in_place(call)) call_.sendbuf = nullptr;
-    elem_ = reduce::dtype_size(call.dtype);
+    if (call.coll == plan::Coll::Bcast || (call.coll == plan::Coll::Allreduce && call.sendbuf == call.recvbuf))
+        call_.sendbuf = nullptr;  // the one buffer is the receive buffer
     failure_.clear();
     const gpu::PointerInfo &srcinfo = call_.in_place() ? rinfo : sinfo;
     auto usable = [this](const gpu::PointerInfo &i) {
         return i.kind == gpu::MemoryKind::Device && i.context == team_->context() && i.base != 0;
     };
-    const bool local_ok = usable(rinfo) && usable(srcinfo);
+    const BufferSides used = used_sides(call_, setup_.rank);
+    bool local_ok = (!used.dst || usable(rinfo)) && (!used.src || usable(srcinfo));
 
     if (setup_.size == 1) {  // a single rank: one copy on the GPU, none in place
         if (!local_ok) return Status::unsupported("the buffers are not device memory of this communicator's context");
         step_ = Step::Done;
-        if (call_.in_place()) return Status::ok();
+        const size_t bytes = call_.coll == plan::Coll::Bcast || call_.in_place()
+                                 ? 0
+                                 : total_count(call_, 1) * reduce::dtype_size(call_.dtype);
+        if (bytes == 0) return Status::ok();
         const auto &d = gpu::CudaDriver::instance();
         gpu::ContextScope scope(team_->context());
-        const int rc = d.api().memcpy_dtod_async(reinterpret_cast<gpu::CUdeviceptr>(call_.recvbuf),
-                                                 reinterpret_cast<gpu::CUdeviceptr>(call_.sendbuf), call_.count * elem_,
-                                                 team_->stream());
+        const int rc =
+            d.api().memcpy_dtod_async(reinterpret_cast<gpu::CUdeviceptr>(call_.recvbuf),
+                                      reinterpret_cast<gpu::CUdeviceptr>(call_.sendbuf), bytes, team_->stream());
         if (rc != 0)
             return Status::error(GPURDMA_ERR_TRANSPORT,
                                  setup_.name + ": device copy: " + d.error_text("cuMemcpyDtoDAsync", rc));
@@ -93,18 +93,27 @@ Status DeviceAllreduce::begin_call(const Call &call, const gpu::PointerInfo &sin
         return Status::ok();
     }
 
-    // Slices start on 64-byte multiples (every element size divides 64), so the
-    // kernel's 16-byte vector loads apply wherever the buffers are aligned.
-    const size_t align = 64 / elem_, ranks = static_cast<size_t>(setup_.size);
-    per_rank_ = ((call_.count + ranks - 1) / ranks + align - 1) / align * align;
-
+    // Scratch memory, before the post: a rank without it votes to stage the call.
+    const size_t scratch = device_node_scratch(call_, setup_.rank);
+    if (local_ok && scratch > scratch_bytes_) {
+        scratch_.reset();  // the previous call's work on it has finished
+        scratch_bytes_ = 0;
+        const Status made = gpu::DeviceMemory::create(team_->context(), scratch, &scratch_);
+        if (made.is_ok()) scratch_bytes_ = scratch;
+        else {
+            local_ok = false;
+            if (setup_.log && setup_.log->enabled(2))
+                setup_.log->log(2, "%s: GPU scratch of %zu bytes: %s: the call stages", setup_.name.c_str(), scratch,
+                                made.message().c_str());
+        }
+    }
     // Post: this call's buffers as IPC handles, and whether this rank can go on.
-    post_buffers(*team_, setup_.rank, ++seq_, call_, srcinfo, rinfo, local_ok);
+    post_buffers(*team_, setup_.rank, ++seq_, call_, srcinfo, rinfo, local_ok, shared_sides(call_, setup_.rank));
     enter(Step::Posted);
     return Status::ok();
 }
 
-exec::State DeviceAllreduce::advance()
+exec::State DeviceOneNode::advance()
 {
     for (;;) {
         gpu::ControlSlot *me = setup_.size > 1 && team_ ? &team_->slot(setup_.rank) : nullptr;
@@ -117,7 +126,8 @@ exec::State DeviceAllreduce::advance()
             case Step::Reducing:
                 if (!stream_finished()) return now();
                 me->reduced.store(seq_, std::memory_order_release);
-                enter(Step::Reduced);
+                if (work_.barrier) enter(Step::Reduced);
+                else launch_copies();
                 continue;
             case Step::Reduced:
                 if (!peers_reached(&gpu::ControlSlot::reduced)) return now();
@@ -147,31 +157,32 @@ exec::State DeviceAllreduce::advance()
             case Step::Declined: return exec::State::Declined;
             case Step::Idle: break;
         }
-        failure_ = "device allreduce: advanced without a started call";
+        failure_ = "device path: advanced without a started call";
         step_ = Step::Failed;
         return exec::State::Failed;
     }
 }
 
-void DeviceAllreduce::enter(Step step)
+void DeviceOneNode::enter(Step step)
 {
     step_ = step;
     peer_ = 0;
     ++position_;
 }
 
-exec::State DeviceAllreduce::now() const
+exec::State DeviceOneNode::now() const
 {
     return step_ == Step::Failed ? exec::State::Failed : exec::State::Running;
 }
 
 // Passes the peers whose stage word has reached this call, in rank order; false while
 // one has not, or once one announced that it failed (then step_ is Failed).
-bool DeviceAllreduce::peers_reached(std::atomic<uint64_t> gpu::ControlSlot::*word)
+bool DeviceOneNode::peers_reached(std::atomic<uint64_t> gpu::ControlSlot::*word)
 {
     const gpu::StageScan scan = scan_stage_words(*team_, team_->members(), setup_.rank, word, seq_, &peer_, &position_);
     if (scan != gpu::StageScan::PeerFailed) return scan == gpu::StageScan::Reached;
-    failure_ = "device allreduce: " + team_->describe(team_->members()[size_t(peer_)]) + " failed in " + stage_name();
+    failure_ = std::string("device ") + plan::coll_name(call_.coll) + ": " +
+               team_->describe(team_->members()[size_t(peer_)]) + " failed in " + stage_name();
     if (step_ == Step::Reduced)  // this rank will not reach the allgather either
         team_->slot(setup_.rank).gathered.store(seq_ | kFail, std::memory_order_release);
     step_ = Step::Failed;
@@ -179,7 +190,7 @@ bool DeviceAllreduce::peers_reached(std::atomic<uint64_t> gpu::ControlSlot::*wor
 }
 
 // Every rank sees the same votes: all stage this call together.
-bool DeviceAllreduce::declined()
+bool DeviceOneNode::declined()
 {
     const int r = refusing_member(*team_, team_->members());
     if (r < 0) return false;
@@ -193,43 +204,37 @@ bool DeviceAllreduce::declined()
     return true;
 }
 
-// Reduce-scatter: this rank's slice, read straight out of every rank's buffer.
-void DeviceAllreduce::launch_reduce()
+// The reductions: this rank's part, read straight out of every rank's buffer.
+void DeviceOneNode::launch_reduce()
 {
-    const int size = setup_.size, rank = setup_.rank;
+    const int rank = setup_.rank;
     // Every rank of the communicator is on this node, in rank order.
     const Status mapped = map_member_buffers(*team_, team_->members(), rank, call_, &srcs_, &dsts_);
     if (!mapped.is_ok()) return fail(mapped.message());
-    const size_t lo = slice_begin(rank), hi = slice_end(rank);
-    if (hi > lo) {
-        std::vector<const void *> in(static_cast<size_t>(size));
-        for (size_t r = 0; r < in.size(); ++r) in[r] = srcs_[r] + lo * elem_;
-        const Status launched = team_->kernels().reduce(call_.op, call_.dtype, dsts_[size_t(rank)] + lo * elem_,
-                                                        in.data(), size, hi - lo, team_->stream());
-        if (!launched.is_ok()) return fail("reduce-scatter kernel: " + launched.message());
+    work_ = device_node_work(call_, setup_.size, rank, srcs_, dsts_,
+                             scratch_ ? static_cast<char *>(scratch_->data()) : nullptr);
+    for (const DeviceReduction &r : work_.reductions) {
+        const Status launched = team_->kernels().reduce(call_.op, call_.dtype, r.dst, r.srcs.data(),
+                                                        static_cast<int>(r.srcs.size()), r.count, team_->stream());
+        if (!launched.is_ok()) return fail("reduction kernel: " + launched.message());
     }
     enter(Step::Reducing);
 }
 
-// Allgather: the other slices out of their owners' results, by copy engine.
-void DeviceAllreduce::launch_copies()
+// The copies: out of the peers' buffers (or this rank's own), by copy engine.
+void DeviceOneNode::launch_copies()
 {
     const auto &d = gpu::CudaDriver::instance();
     gpu::ContextScope scope(team_->context());
-    char *recv = static_cast<char *>(call_.recvbuf);
-    for (int r = 0; r < setup_.size; ++r) {
-        const size_t lo = slice_begin(r), hi = slice_end(r);
-        if (r == setup_.rank || hi <= lo) continue;
-        const int rc = d.api().memcpy_dtod_async(reinterpret_cast<gpu::CUdeviceptr>(recv + lo * elem_),
-                                                 reinterpret_cast<gpu::CUdeviceptr>(dsts_[size_t(r)] + lo * elem_),
-                                                 (hi - lo) * elem_, team_->stream());
-        if (rc != 0)
-            return fail("allgather copy from " + team_->describe(r) + ": " + d.error_text("cuMemcpyDtoDAsync", rc));
+    for (const DeviceCopy &c : work_.copies) {
+        const int rc = d.api().memcpy_dtod_async(reinterpret_cast<gpu::CUdeviceptr>(c.dst),
+                                                 reinterpret_cast<gpu::CUdeviceptr>(c.src), c.bytes, team_->stream());
+        if (rc != 0) return fail("copy: " + d.error_text("cuMemcpyDtoDAsync", rc));
     }
     enter(Step::Gathering);
 }
 
-bool DeviceAllreduce::stream_finished()
+bool DeviceOneNode::stream_finished()
 {
     bool done = false;
     const Status polled = team_->stream_done(&done);
@@ -238,22 +243,22 @@ bool DeviceAllreduce::stream_finished()
         failure_ = "device copy: " + polled.message();
         step_ = Step::Failed;
     } else {
-        fail(std::string(step_ == Step::Reducing ? "reduce-scatter: " : "allgather: ") + polled.message());
+        fail(std::string(step_ == Step::Reducing ? "reduction: " : "copies: ") + polled.message());
     }
     return false;
 }
 
 // From the post on, a failure is announced in the stage words, so peers stop too.
-void DeviceAllreduce::fail(const std::string &what)
+void DeviceOneNode::fail(const std::string &what)
 {
     gpu::ControlSlot &me = team_->slot(setup_.rank);
     me.reduced.store(seq_ | kFail, std::memory_order_release);
     me.gathered.store(seq_ | kFail, std::memory_order_release);
-    failure_ = "device allreduce: " + what;
+    failure_ = std::string("device ") + plan::coll_name(call_.coll) + ": " + what;
     step_ = Step::Failed;
 }
 
-void DeviceAllreduce::abandon()
+void DeviceOneNode::abandon()
 {
     if (setup_.size > 1 && team_) {
         gpu::ControlSlot &me = team_->slot(setup_.rank);
@@ -264,30 +269,32 @@ void DeviceAllreduce::abandon()
     step_ = Step::Failed;
 }
 
-void DeviceAllreduce::finish()
+void DeviceOneNode::finish()
 {
     const Logger *log = setup_.log;
     if (setup_.size > 1 && log && log->enabled(2))
-        log->log(2, "%s: allreduce %zu x %s %s on the GPU (IPC reduce-scatter + copy-engine allgather), call %llu",
-                 setup_.name.c_str(), call_.count, gpurdma_dtype_name(call_.dtype), gpurdma_op_name(call_.op),
+        log->log(2, "%s: %s %zu x %s %s on the GPU (%zu kernels, %zu copies over CUDA IPC), call %llu",
+                 setup_.name.c_str(), plan::coll_name(call_.coll), call_.count, gpurdma_dtype_name(call_.dtype),
+                 call_.reduces() ? gpurdma_op_name(call_.op) : "", work_.reductions.size(), work_.copies.size(),
                  static_cast<unsigned long long>(seq_));
     step_ = Step::Idle;
 }
 
-const char *DeviceAllreduce::stage_name() const
+std::string DeviceOneNode::stage_name() const
 {
+    const std::string coll = plan::coll_name(call_.coll);
     switch (step_) {
-        case Step::Posted: return "device post";
+        case Step::Posted: return "device " + coll + ": post";
         case Step::Reducing:
-        case Step::Reduced: return "device reduce-scatter";
-        case Step::Gathering:
-        case Step::Gathered: return "device allgather";
+        case Step::Reduced: return "device " + coll + ": reductions";
+        case Step::Gathering: return "device " + coll + ": copies";
+        case Step::Gathered: return "device " + coll + ": release";
         case Step::Copying: return "device copy";
-        default: return "device allreduce";
+        default: return "device " + coll;
     }
 }
 
-std::string DeviceAllreduce::describe_wait() const
+std::string DeviceOneNode::describe_wait() const
 {
     if (setting_up_) return setting_up_->describe_wait();
     const std::string stage = stage_name();
@@ -295,28 +302,26 @@ std::string DeviceAllreduce::describe_wait() const
         case Step::Posted:
         case Step::Reduced:
         case Step::Gathered: return stage + ", waiting for " + team_->describe(peer_);
-        case Step::Reducing: return stage + ", waiting for this rank's reduce-scatter kernel";
-        case Step::Gathering: return stage + ", waiting for this rank's allgather copies";
+        case Step::Reducing: return stage + ", waiting for this rank's reduction kernels";
+        case Step::Gathering: return stage + ", waiting for this rank's copies";
         case Step::Copying: return stage + ", waiting for the copy on the GPU";
         default: return stage;
     }
 }
 
-std::string DeviceAllreduce::describe_call() const
+std::string DeviceOneNode::describe_call() const
 {
     if (setup_.size == 1) return "device copy";
-    return "device allreduce (CUDA IPC reduce-scatter kernel + copy-engine allgather), " + std::to_string(setup_.size) +
+    const char *how = "";
+    switch (call_.coll) {
+        case plan::Coll::Allreduce: how = "CUDA IPC reduce-scatter kernel + copy-engine allgather"; break;
+        case plan::Coll::ReduceScatter: how = "CUDA IPC reduction kernel"; break;
+        case plan::Coll::Allgather: how = "copy engine over CUDA IPC"; break;
+        case plan::Coll::Bcast: how = "copy engine out of the root's buffer over CUDA IPC"; break;
+        case plan::Coll::Reduce: how = "CUDA IPC reduction kernels into the root's buffer"; break;
+    }
+    return std::string("device ") + plan::coll_name(call_.coll) + " (" + how + "), " + std::to_string(setup_.size) +
            " ranks";
-}
-
-size_t DeviceAllreduce::slice_begin(int r) const
-{
-    return std::min(call_.count, per_rank_ * size_t(r));
-}
-
-size_t DeviceAllreduce::slice_end(int r) const
-{
-    return std::min(call_.count, per_rank_ * size_t(r) + per_rank_);
 }
 
 }  // namespace gpurdma::algo

@@ -1,17 +1,18 @@
-// The device-resident allreduce for GPU buffers, an algo::Algorithm (one per
-// communicator; its DeviceTeam is set up on the first call):
-//  - one node, GPUs that can reach each other (or one GPU shared by the ranks): each
-//    rank posts its buffers as CUDA IPC handles in the node-shared control block,
-//    reduces its slice straight out of every peer's buffer with a kernel (zero-copy
-//    reduce-scatter, lower rank first), then copies the other slices out of the peers'
-//    results with the copy engine (allgather);
+// The device path for GPU buffers on one node, an algo::Algorithm (one per
+// communicator; its DeviceTeam is set up on the first call), for every collective:
+//  - GPUs that can reach each other (or one GPU shared by the ranks): each rank posts
+//    the buffers its peers read or write as CUDA IPC handles in the node-shared control
+//    block, then does its part straight out of (or into) the peers' buffers: kernels
+//    that reduce, copy-engine copies (algo/device_node_work.h: the allreduce's
+//    zero-copy reduce-scatter and allgather, reduce-scatter, allgather, bcast, reduce);
 //  - anything else (several nodes, no peer access, long double, managed memory, a
 //    buffer CUDA IPC cannot export, ...) is unsupported or declined on every rank
 //    alike, and the communicator stages through host memory (algo/host_staging.h).
 // A call is a state machine that exec::ProgressLoop drives; it never waits itself:
 //   start: post (IPC handles, vote) -> all posted -> votes (Declined if any rank cannot
-//   share its buffers) -> kernel launched -> stream done -> reduced -> all reduced ->
-//   copies launched -> stream done -> gathered -> all gathered -> Done.
+//   share its buffers) -> kernels launched -> stream done -> reduced -> all reduced
+//   (where the copies need every rank's reductions) -> copies launched -> stream done
+//   -> gathered -> all gathered -> Done.
 #pragma once
 
 #include <cstdint>
@@ -20,10 +21,12 @@
 #include <vector>
 
 #include "algo/algorithm.h"
+#include "algo/device_node_work.h"
 #include "algo/device_team_setup.h"
 #include "algo/route.h"
 #include "base/noncopyable.h"
 #include "base/status.h"
+#include "gpu/device_memory.h"
 #include "gpu/device_team.h"
 
 namespace gpurdma::algo {
@@ -32,13 +35,13 @@ class HostTeam;
 
 namespace gpurdma::algo {
 
-class DeviceAllreduce : public Algorithm, private NonCopyable {
+class DeviceOneNode : public Algorithm, private NonCopyable {
 public:
     // host: the communicator's host team, if set up: the device set-up then runs among
     // the node's ranks without MPI (algo/node_exchange.h), so it may run from any
     // thread's progress; without one, over the bootstrap (blocking calls only).
-    DeviceAllreduce(gpu::DeviceSetup setup, HostTeam *host);
-    ~DeviceAllreduce() override;
+    DeviceOneNode(gpu::DeviceSetup setup, HostTeam *host);
+    ~DeviceOneNode() override;
 
     // The first call does the collective device set-up (every rank calls start for the
     // same call). Unsupported (the same on every rank) when this communicator or this
@@ -64,9 +67,9 @@ private:
         Idle,
         SettingUp,  // the node's device set-up (algo/device_team_setup.h), then the call
         Posted,  // waiting for every rank's post
-        Reducing,  // the reduce-scatter kernel is on the stream
-        Reduced,  // waiting for every rank's slice
-        Gathering,  // the allgather copies are on the stream
+        Reducing,  // the reduction kernels are on the stream
+        Reduced,  // waiting for every rank's reductions
+        Gathering,  // the copies are on the stream
         Gathered,  // waiting for every rank to finish reading this rank's buffers
         Copying,  // a single rank: the copy is on the stream
         Done,
@@ -86,9 +89,7 @@ private:
     void launch_copies();
     bool stream_finished();
     void fail(const std::string &what);
-    const char *stage_name() const;
-    size_t slice_begin(int r) const;
-    size_t slice_end(int r) const;
+    std::string stage_name() const;
 
     gpu::DeviceSetup setup_;
     HostTeam *host_;  // null: set up over the bootstrap
@@ -97,8 +98,9 @@ private:
     std::unique_ptr<DeviceTeamSetUp> setting_up_;  // while the first call sets the team up
     // The call in flight.
     Call call_;
-    size_t elem_ = 0;
-    size_t per_rank_ = 0;  // elements per slice
+    DeviceNodeWork work_;  // this rank's kernels and copies
+    std::unique_ptr<gpu::DeviceMemory> scratch_;  // grown on demand (algo::device_node_scratch)
+    size_t scratch_bytes_ = 0;
     uint64_t seq_ = 0;
     Step step_ = Step::Idle;
     int peer_ = 0;  // the next peer whose stage word is awaited
