@@ -20,7 +20,7 @@ build=${GPURDMA_ASAN_BUILD:-$top/build-asan}
 GPURDMA_BUILD=$build bash "$top/contrib/setup.sh" --enable-sanitizers --without-cuda CFLAGS="-g -O1" CXXFLAGS="-g -O1"
 make -C "$build" -j"$(nproc)" tests/mpi/allreduce_check tests/mpi/lifecycle_check tests/mpi/fallback_check \
     tests/mpi/stuck_peer_check tests/mpi/load_check tests/mpi/nonblocking_check tests/mpi/thread_stress_check \
-    tests/mpi/device_check tests/gpu/fake/libcuda.so.1 >/dev/null
+    tests/mpi/device_check tests/mpi/device_colls_check tests/gpu/fake/libcuda.so.1 >/dev/null
 # The unit tests under the sanitizers (GoogleTest; absent when configure found no gtest).
 if make -C "$build" -n tests/unit/gpurdma_unit >/dev/null 2>&1; then
     make -C "$build" -j"$(nproc)" tests/unit/gpurdma_unit >/dev/null
@@ -107,6 +107,8 @@ dev=("$build/tests/mpi/device_check" --quick --max-bytes 262144 --expect-device)
 NP=3 check "GPU buffers, one node, the device path at every size" "${gpu[@]}" \
     --mca coll_gpurdma_device_stage_max 0 "${dev[@]}"
 NP=2 check "GPU buffers, one node, small ones staged" "${gpu[@]}" "${dev[@]}"
+NP=3 check "GPU buffers, reduce-scatter/allgather/bcast/reduce on the device path" "${gpu[@]}" \
+    --mca coll_gpurdma_device_stage_max 0 "$build/tests/mpi/device_colls_check" --max-bytes 65536 --expect-device
 check "GPU buffers, 2x2 logical nodes" "${gpu[@]}" --mca coll_gpurdma_logical_nodes 2 "${dev[@]}"
 NP=6 check "GPU buffers, 3+1+2 logical nodes, rail on the GPU" "${gpu[@]}" --mca coll_gpurdma_logical_nodes 3,1,2 \
     --mca coll_gpurdma_rail_reduce device "${dev[@]}" --device-per-rank

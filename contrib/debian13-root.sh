@@ -80,13 +80,25 @@ grep -q "[[:space:]]$(hostname)\$" "$root/etc/hosts" 2>/dev/null || echo "127.0.
 # build output of this machine's Open MPI 4.1 reaches the root.
 echo "== copying the tree to $root/gpurdma"
 mkdir -p "$root/gpurdma"
-find "$root/gpurdma" -mindepth 1 -maxdepth 1 ! -name build-ompi5 -exec rm -rf {} +
+copy=$(mktemp -d "$root/.gpurdma-copy.XXXXXX")
 if git -C "$top" rev-parse --git-dir >/dev/null 2>&1; then
     (cd "$top" && git ls-files -z -c -o --exclude-standard | while IFS= read -r -d '' f; do
-        [ -e "$f" ] && printf '%s\0' "$f"; done | tar --null -T - -cf -) | tar -xf - -C "$root/gpurdma"
+        [ -e "$f" ] && printf '%s\0' "$f"; done | tar --null -T - -cf -) | tar -xf - -C "$copy"
 else
-    tar -C "$top" --exclude='./build*' -cf - . | tar -xf - -C "$root/gpurdma"
+    tar -C "$top" --exclude='./build*' -cf - . | tar -xf - -C "$copy"
 fi
+# A kept build directory (GPURDMA_DEB13_ROOT) rebuilds what changed since the last copy:
+# tar keeps each file's own time, which can be older than the objects built from the
+# previous copy, so a changed file takes the time of this copy and an unchanged one
+# keeps the previous copy's.
+if [ -d "$root/gpurdma/build-ompi5" ]; then
+    (cd "$copy" && find . -type f -print0) | while IFS= read -r -d '' f; do
+        if cmp -s "$copy/$f" "$root/gpurdma/$f"; then touch -r "$root/gpurdma/$f" "$copy/$f"; else touch "$copy/$f"; fi
+    done
+fi
+find "$root/gpurdma" -mindepth 1 -maxdepth 1 ! -name build-ompi5 -exec rm -rf {} +
+find "$copy" -mindepth 1 -maxdepth 1 -exec mv -t "$root/gpurdma" {} +
+rmdir "$copy"
 
 # Network namespaces are the kernel's, not the root's: the root's cluster tests take their
 # own cluster id (names, subnet) so that they never meet a run on the host.

@@ -4,6 +4,8 @@
 # Usage: contrib/setup.sh [configure options...]
 #   GPURDMA_SETUP_PLOT=1   also python3-matplotlib, for the benchmark's plot (quickstart.sh
 #                          sets it; the tests do not need it, and it is 44 packages, 45 s)
+#   GPURDMA_SETUP_NO_BUILD=1  install only (CI prepares the Debian 13 root this way while
+#                          the Debian 12 build runs)
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
@@ -62,6 +64,11 @@ if [ "$threads_missing" = 1 ]; then
     $sudo install -m 644 "$src"/openmpi-*/opal/mca/threads/pthreads/*.h "$ompi_inc/opal/mca/threads/pthreads/"
     rm -rf "$src"
     echo "== installed $(ls "$ompi_inc/opal/mca/threads/pthreads" | tr '\n' ' ')"
+fi
+
+if [ "${GPURDMA_SETUP_NO_BUILD:-0}" = 1 ]; then
+    echo "== installed; not building (GPURDMA_SETUP_NO_BUILD=1)"
+    exit 0
 fi
 
 # Out-of-tree build in $GPURDMA_BUILD (default build/), so other configurations
