@@ -107,7 +107,7 @@ dev=("$build/tests/mpi/device_check" --quick --max-bytes 262144 --expect-device)
 NP=3 check "GPU buffers, one node, the device path at every size" "${gpu[@]}" \
     --mca coll_gpurdma_device_stage_max 0 "${dev[@]}"
 NP=2 check "GPU buffers, one node, small ones staged" "${gpu[@]}" "${dev[@]}"
-NP=3 check "GPU buffers, reduce-scatter/allgather/bcast/reduce on the device path" "${gpu[@]}" \
+NP=3 check "GPU buffers, reduce-scatter, allgather, bcast and reduce on the device path" "${gpu[@]}" \
     --mca coll_gpurdma_device_stage_max 0 "$build/tests/mpi/device_colls_check" --max-bytes 65536 --expect-device
 check "GPU buffers, 2x2 logical nodes" "${gpu[@]}" --mca coll_gpurdma_logical_nodes 2 "${dev[@]}"
 NP=6 check "GPU buffers, 3+1+2 logical nodes, rail on the GPU" "${gpu[@]}" --mca coll_gpurdma_logical_nodes 3,1,2 \

@@ -100,10 +100,11 @@ const gpurdma_param_info_t kTable[] = {
            "0 turns it off"),
     number("device_stage_max", SIZE, FIELD(device_stage_max), 32 * 1024, in(0, 64 * kMiB, "is not in 0..64 MiB"),
            kAllRanks, 7,
-           "GPU buffers on one node: messages up to this many bytes are copied to page-locked host memory, "
-           "reduced by the host latency path and copied back (two copies), instead of the device path (three "
-           "node barriers, a kernel and the allgather copies). The default is an estimate, not yet measured on "
-           "a GPU (contrib/gpu-check.sh prints both paths per size); 0: every size takes the device path"),
+           "GPU buffers on one node: calls of up to this many bytes (the whole vector: a reduce-scatter's "
+           "input, an allgather's result) are copied to page-locked host memory, run by the host path and "
+           "copied back, instead of the device path (node barriers, kernels, copies over CUDA IPC). The "
+           "default matches the allreduce crossover measured on one H200 shared by 2 and 4 processes under "
+           "MPS; 0: every size takes the device path"),
     number("timeout", DOUBLE, FIELD(timeout_s), 60.0, above(0, 86400, "is not in (0, 86400]"), kLocal, 6,
            "Seconds a collective waits on a peer before it fails with an error naming the "
            "stage and the peer"),

@@ -67,7 +67,8 @@ std::string run_case(Call call, int size, bool reverse)
                 k.send.resize(call.count);
                 for (size_t i = 0; i < call.count; ++i) k.send[i] = value(r, i);
                 k.recv.assign(total, -1);
-                if (call.in_place()) std::memcpy(&k.recv[size_t(r) * call.count], k.send.data(), call.count * 4);
+                if (call.in_place() && call.count)
+                    std::memcpy(k.recv.data() + size_t(r) * call.count, k.send.data(), call.count * 4);
                 break;
             case Coll::Bcast:
                 k.recv.resize(call.count);
