@@ -108,7 +108,8 @@ class NodeCollective final : public Algorithm {
 public:
     // arena, members, index, hosts: as NodeAllreduce's. sequence: the arena's, shared
     // with the NodeAllreduce over the same arena, outliving this object. direct_max:
-    // largest Reduce (bytes) for the direct form (the latency path's small_msg_max).
+    // largest Reduce (bytes) for the direct form (NodeAllreduce::direct_max: every size
+    // with two ranks, else the latency path's small_msg_max).
     NodeCollective(NodeArena arena, NodeSequence &sequence, std::vector<int> members, int index,
                    std::vector<std::string> hosts, size_t direct_max);
 

@@ -95,7 +95,7 @@ const gpurdma_param_info_t kTable[] = {
     // negative value given on the command line arrives as a huge size_t.
     number("small_msg_max", SIZE, FIELD(small_msg_max), 64 * 1024, in(0, 64 * kMiB, "is not in 0..64 MiB"), kAllRanks,
            7,
-           "Largest message in bytes for the latency path: the direct node allreduce "
+           "Largest message in bytes for the latency path: the direct node allreduce and reduce "
            "(one wait; with two ranks on the node, every size) and recursive doubling between nodes; "
            "0 turns it off"),
     number("device_stage_max", SIZE, FIELD(device_stage_max), 32 * 1024, in(0, 64 * kMiB, "is not in 0..64 MiB"),
