@@ -9,7 +9,23 @@ echo "== make check"
 cd "$build"
 # The test programs build on every core; the tests then run one at a time (each is
 # multi-process and times its peers: two at once on 2 cores would starve each other).
+t_build=$SECONDS
 make -j"$(nproc)" check TESTS= >/dev/null
+t_tests=$SECONDS
+echo "== test programs built in $((t_tests - t_build)) s"
+# Each test's time: the tests run one at a time, so a log's time is its test's end.
+test_times() {
+    local prev=$1 f end
+    for f in $(ls -tr tests/unit/*.log tests/mpi/*.log tests/mpich/*.log tests/cluster/*.log tests/gpu/*.log \
+        contrib/*.log 2>/dev/null); do
+        [ "$(basename "$f")" = test-suite.log ] && continue
+        end=$(stat -c %Y "$f")
+        [ "$end" -ge "$prev" ] || continue
+        echo "   $((end - prev)) s  ${f%.log}"
+        prev=$end
+    done
+}
+start_epoch=$(date +%s)
 if ! make -j1 check; then
     for f in tests/unit/*.log tests/mpi/*.log tests/mpich/*.log tests/cluster/*.log tests/gpu/*.log contrib/*.log; do
         [ -f "$f" ] || continue
@@ -23,12 +39,18 @@ fi
 # Show the suite's own summaries (automake keeps them in the .log files).
 grep -h -E "^\[  (PASSED|FAILED) |mpi-tests: |mpich-coll-suite: |mpich-tests: |fault-tests: |cluster-tests: |^SKIP" tests/unit/*.log tests/mpi/*.log \
     tests/mpich/*.log tests/cluster/*.log 2>/dev/null || true
+echo "== make check: the tests took $((SECONDS - t_tests)) s"
+test_times "$start_epoch"
 cd "$top"
 if [ "${GPURDMA_SKIP_ASAN:-0}" != 1 ]; then
     echo "== ASan + UBSan build, 4-rank runs"
+    t0=$SECONDS
     bash contrib/asan-check.sh
+    echo "== ASan + UBSan: $((SECONDS - t0)) s"
 fi
 if [ "${GPURDMA_SKIP_TSAN:-0}" != 1 ]; then
     echo "== ThreadSanitizer build: threads, requests, the progress thread, GPU buffers on the stand-in"
+    t0=$SECONDS
     bash contrib/tsan-check.sh
+    echo "== ThreadSanitizer: $((SECONDS - t0)) s"
 fi

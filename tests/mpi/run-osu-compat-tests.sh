@@ -12,6 +12,12 @@
 #     -k for all but osu_reduce, a -k root beyond the ranks.
 # Usage: tests/mpi/run-osu-compat-tests.sh (GPURDMA_BUILDDIR: the build directory)
 set -u
+# CI's Debian 13 part: the benchmarks' format and options are the same code on Open MPI
+# 4.1, where CI's first part runs them; the Open MPI 5 tests are tests/mpi's.
+if [ "${GPURDMA_SKIP_OSU_COMPAT:-0}" = 1 ]; then
+    echo "SKIP: GPURDMA_SKIP_OSU_COMPAT=1 (osu-compat's suite runs in CI's Debian 12 part)"
+    exit 77
+fi
 here=$(cd "$(dirname "$0")" && pwd)
 build=${GPURDMA_BUILDDIR:-$(cd "$here/../.." && pwd)}
 pkglibdir=${OMPI_PKGLIBDIR:-$(ompi_info --parsable --path pkglibdir | sed 's/^path:pkglibdir://')}
