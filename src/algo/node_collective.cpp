@@ -74,6 +74,21 @@ NodeCollCall::NodeCollCall(const NodeArena &arena, int me, uint64_t first_block,
         per_block_ = std::max<size_t>(1, bytes / std::max<size_t>(1, elem_));
     }
     blocks_ = (most + per_block_ - 1) / per_block_;
+    // The mailbox form: a small message (within the latency path's reach) in one block.
+    size_t total = count_;
+    if (coll_ == Coll::ReduceScatter) total = offsets_.back() + counts_.back();
+    const size_t mailed = total * elem_;
+    const size_t line = NodeArenaLayout::kMailLineBytes;
+    const int lines = static_cast<int>((mailed + line - 1) / line);
+    const bool reduces = coll_ == Coll::Reduce || coll_ == Coll::ReduceScatter;
+    // A reduction folds line by line: its elements must not straddle one.
+    mail_ = mailed > 0 && mailed <= NodeArenaLayout::kMailBytes && mailed <= direct_max &&
+            (coll_ != Coll::Reduce || direct_) && (!reduces || lines == 1 || line % elem_ == 0);
+    if (mail_) {
+        mail_bytes_ = mailed;
+        mail_lines_ = lines;
+        blocks_ = 1;
+    }
 }
 
 int NodeCollCall::slot_of(uint64_t b) const
@@ -135,6 +150,93 @@ bool NodeCollCall::writes_slot() const
     return coll_ != Coll::Bcast || me_ == root_;
 }
 
+bool NodeCollCall::writes_mail() const
+{
+    switch (coll_) {
+        case Coll::Bcast: return me_ == root_;
+        case Coll::Reduce: return me_ != root_ || !own_from_buffer_;
+        default: return true;
+    }
+}
+
+void NodeCollCall::post_mail(const char *src) const
+{
+    const int box = static_cast<int>(first_ % static_cast<uint64_t>(NodeArenaLayout::kMailSlots));
+    for (int l = 0; l < mail_lines_; ++l) {
+        const size_t off = static_cast<size_t>(l) * NodeArenaLayout::kMailLineBytes;
+        std::memcpy(arena_.mail(me_, box, l), src + off, std::min(NodeArenaLayout::kMailLineBytes, mail_bytes_ - off));
+        arena_.set_mail_seq(me_, box, l, first_ + 1);
+    }
+}
+
+int NodeCollCall::mail_lagging() const
+{
+    const int box = static_cast<int>(first_ % static_cast<uint64_t>(NodeArenaLayout::kMailSlots));
+    // Every line read before any is tested: their misses overlap.
+    int lag = -1;
+    for (int j = 0; j < ranks_; ++j) {
+        const bool reads = j != me_ && (coll_ != Coll::Bcast || j == root_) && (coll_ != Coll::Reduce || me_ == root_);
+        if (!reads) continue;
+        bool all = true;
+        for (int l = 0; l < mail_lines_; ++l) all &= arena_.mail_seq(j, box, l) == first_ + 1;
+        if (!all && lag < 0) lag = j;
+    }
+    return lag;
+}
+
+void NodeCollCall::copy_mail(char *dst, int j, size_t from, size_t bytes) const
+{
+    const int box = static_cast<int>(first_ % static_cast<uint64_t>(NodeArenaLayout::kMailSlots));
+    const size_t line = NodeArenaLayout::kMailLineBytes;
+    for (size_t lo = from, end = from + bytes; lo < end;) {
+        const size_t l = lo / line, hi = std::min(end, (l + 1) * line);
+        std::memcpy(dst + (lo - from), arena_.mail(j, box, static_cast<int>(l)) + (lo - l * line), hi - lo);
+        lo = hi;
+    }
+}
+
+// The mailbox form's one block, once every rank I read from has posted it.
+void NodeCollCall::work_mail()
+{
+    const int box = static_cast<int>(first_ % static_cast<uint64_t>(NodeArenaLayout::kMailSlots));
+    const size_t line = NodeArenaLayout::kMailLineBytes;
+    switch (coll_) {
+        case Coll::Bcast:
+            if (me_ != root_) copy_mail(recv_, root_, 0, mail_bytes_);
+            break;
+        case Coll::Allgather:
+            for (int j = 0; j < ranks_; ++j)
+                if (j != me_) copy_mail(recv_ + static_cast<size_t>(j) * mail_bytes_, j, 0, mail_bytes_);
+            break;
+        case Coll::Reduce:
+            if (me_ != root_) break;
+            for (int l = 0; l < mail_lines_; ++l) {
+                const size_t off = static_cast<size_t>(l) * line;
+                fold(recv_ + off, std::min(line, mail_bytes_ - off), [&](int j) -> const char * {
+                    return j == me_ && own_from_buffer_ ? send_ + off : arena_.mail(j, box, l);
+                });
+            }
+            break;
+        case Coll::ReduceScatter: {
+            // My piece out of every rank's input, a line at a time; in place my own input
+            // is read from my lines (my result overwrites the front of my buffer).
+            const size_t from = offsets_[static_cast<size_t>(me_)] * elem_;
+            const size_t end = from + counts_[static_cast<size_t>(me_)] * elem_;
+            for (size_t lo = from; lo < end;) {
+                const size_t l = lo / line, hi = std::min(end, (l + 1) * line);
+                fold(recv_ + (lo - from), hi - lo, [&](int j) -> const char * {
+                    return j == me_ && !in_place_ ? send_ + lo
+                                                  : arena_.mail(j, box, static_cast<int>(l)) + (lo - l * line);
+                });
+                lo = hi;
+            }
+            break;
+        }
+        case Coll::Allreduce: break;
+    }
+    mark(NodeCounter::Consumed, first_);
+}
+
 // My data for block b into my input slot `in`.
 void NodeCollCall::post(uint64_t b, char *in)
 {
@@ -183,6 +285,24 @@ bool NodeCollCall::try_post()
     const uint64_t b = posted_;
     if (b >= blocks_) return false;
     const uint64_t g = first_ + b;
+    if (mail_) {
+        if (writes_mail()) {
+            // My mailbox last held block g - kMailSlots: every rank must be done with it.
+            const auto boxes = static_cast<uint64_t>(NodeArenaLayout::kMailSlots);
+            if (g + 1 > boxes && lagging_consumed(g + 1 - boxes) >= 0) return false;
+            const char *src = send_;
+            if (coll_ == Coll::Bcast) src = recv_;
+            if (coll_ == Coll::Allgather && in_place_) src = recv_ + static_cast<size_t>(me_) * mail_bytes_;
+            post_mail(src);
+        }
+        // Bcast's root and reduce's others read nothing of the others': done with the block.
+        const bool reads = coll_ == Coll::Bcast ? me_ != root_ : coll_ != Coll::Reduce || me_ == root_;
+        mark(reads ? NodeCounter::Posted : NodeCounter::Consumed, g);
+        if (coll_ == Coll::Allgather && !in_place_)
+            std::memcpy(recv_ + static_cast<size_t>(me_) * mail_bytes_, send_, mail_bytes_);
+        ++posted_;
+        return true;
+    }
     if (writes_slot()) {
         // The slot last held block g - slots: every rank must be done with it.
         const uint64_t slots = static_cast<uint64_t>(arena_.layout().slots);
@@ -277,6 +397,12 @@ bool NodeCollCall::try_work()
     const uint64_t b = worked_;
     if (b >= posted_) return false;
     const uint64_t g = first_ + b;
+    if (mail_) {
+        if (mail_lagging() >= 0) return false;
+        work_mail();
+        ++worked_;
+        return true;
+    }
     if (coll_ == Coll::Bcast) {
         if (me_ != root_ && arena_.load(root_, NodeCounter::Posted) < g + 1) return false;
     } else if (direct_ && me_ != root_) {
@@ -332,14 +458,16 @@ std::string NodeCollCall::waiting_for(int *peer) const
     }
     if (worked_ < posted_) {
         const uint64_t g = first_ + worked_;
-        if (coll_ != Coll::Bcast) *peer = lagging(NodeCounter::Posted, g + 1);
+        if (mail_) *peer = mail_lagging();
+        else if (coll_ != Coll::Bcast) *peer = lagging(NodeCounter::Posted, g + 1);
         else if (arena_.load(root_, NodeCounter::Posted) < g + 1) *peer = root_;
         return "to post its data for block " + std::to_string(g);
     }
-    const uint64_t slots = static_cast<uint64_t>(arena_.layout().slots);
+    const uint64_t slots = static_cast<uint64_t>(mail_ ? NodeArenaLayout::kMailSlots : arena_.layout().slots);
     const uint64_t g = first_ + posted_;
     if (g + 1 > slots) *peer = lagging(NodeCounter::Consumed, g + 1 - slots);
-    return "to release the slot of block " + std::to_string(g - std::min(g, slots));
+    return std::string("to release the ") + (mail_ ? "mailbox" : "slot") + " of block " +
+           std::to_string(g - std::min(g, slots));
 }
 
 NodeCollective::NodeCollective(NodeArena arena, NodeSequence &sequence, std::vector<int> members, int index,
@@ -387,7 +515,10 @@ std::string NodeCollective::describe_failure() const
 
 std::string NodeCollective::describe_call() const
 {
-    return std::string("node ") + plan::coll_name(coll_) + (call_->direct() ? ", direct" : "");
+    return std::string("node ") + plan::coll_name(coll_) +
+           (call_->mail()     ? ", mailbox"
+            : call_->direct() ? ", direct"
+                              : "");
 }
 
 }  // namespace gpurdma::algo

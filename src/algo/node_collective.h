@@ -20,6 +20,14 @@
 //                  have reduced (and only then is Consumed). Small ones (direct_max) take
 //                  the direct form: every rank posts the whole block and is done with it;
 //                  the root, once all have posted, folds it into its buffer. One wait.
+// Small messages (up to NodeArenaLayout::kMailBytes: a bcast's or reduce's message, an
+// allgather's block, a reduce-scatter's whole input) take the mailbox form instead, as
+// the node allreduce's: the data travels in the posting rank's mailbox lines, each line
+// with its sequence word, so that a reader's one miss on a line brings flag and data
+// (the block forms cost one miss on a counter, then one on the data). One block, one
+// wait: bcast's others copy the root's lines; allgather's copy every other rank's;
+// reduce's root folds every rank's lines, in rank order; reduce-scatter's ranks each fold
+// their own piece out of every rank's lines.
 // Each element is reduced once, by one rank, in rank order, as by the node allreduce.
 #pragma once
 
@@ -55,6 +63,7 @@ public:
     // Grows whenever anything moved (for the caller's timeout).
     uint64_t position() const { return posted_ + worked_ + finished_; }
     bool direct() const { return direct_; }
+    bool mail() const { return mail_; }
     // What the machine waits for, e.g. "to post its data for block 7", and that
     // peer's local index (or -1).
     std::string waiting_for(int *peer) const;
@@ -79,6 +88,13 @@ private:
     size_t chunk_elems(uint64_t b) const;  // Allgather, Bcast, Reduce: elements of block b
     size_t rs_piece(int rank, uint64_t b) const;  // ReduceScatter: elements of rank's piece b
     template <typename Source> void fold(char *dst, size_t bytes, Source source) const;
+    // The mailbox form (one block, g = first_).
+    bool writes_mail() const;  // whether I post into my mailbox lines
+    void post_mail(const char *src) const;
+    int mail_lagging() const;  // a rank whose lines I read that has not posted, or -1
+    void work_mail();
+    // bytes of rank j's mailed data from byte `from` of it into dst, line by line.
+    void copy_mail(char *dst, int j, size_t from, size_t bytes) const;
 
     NodeArena arena_;
     int me_;
@@ -98,6 +114,9 @@ private:
     uint64_t blocks_ = 0;
     bool direct_;  // Reduce: every rank posts whole blocks, the root reduces them
     bool own_from_buffer_;  // direct: the root reads its operand from its buffer
+    size_t mail_bytes_ = 0;  // what each posting rank mails (0: no mailbox form)
+    int mail_lines_ = 0;
+    bool mail_ = false;
     uint64_t *consumed_seen_;
     uint64_t posted_ = 0, worked_ = 0, finished_ = 0;  // each <= the previous
 };

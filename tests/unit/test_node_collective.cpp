@@ -414,6 +414,43 @@ TEST(NodeCollective, ReduceToEveryRoot)
         }
 }
 
+// Small messages (up to 288 bytes mailed by a rank) take the mailbox form: one block
+// each; a rank that has not posted is named as for the block forms.
+TEST(NodeCollective, SmallCallsTakeTheMailbox)
+{
+    std::mt19937 rng(10);
+    for (int ranks : {2, 3, 4}) {
+        Node node(ranks, 2, 4096);
+        for (size_t count : {size_t{1}, size_t{7}, size_t{12}}) {  // 12 int32: one line; 12 doubles: two
+            const uint64_t before = node.seq[0]->next_block;
+            ASSERT_TRUE(allgather(node, count, false, kDouble, rng, true));
+            ASSERT_TRUE(allgather(node, count, true, kInt, rng, false));
+            ASSERT_TRUE(bcast(node, count, ranks - 1, kDouble, rng, true));
+            ASSERT_TRUE(reduce(node, count, ranks - 1, true, GPURDMA_SUM, kDouble, rng, false));
+            ASSERT_TRUE(reduce(node, count, 0, false, GPURDMA_MAX, kInt, rng, true));
+            const std::vector<size_t> counts(static_cast<size_t>(ranks), count / 2);
+            ASSERT_TRUE(reduce_scatter(node, counts, false, true, GPURDMA_SUM, kInt, rng, true));
+            ASSERT_TRUE(reduce_scatter(node, counts, true, false, GPURDMA_SUM, kDouble, rng, false));
+            EXPECT_EQ(count / 2 ? 7u : 5u, node.seq[0]->next_block - before) << "count " << count;
+        }
+    }
+    Node node(3, 2, 4096);
+    std::vector<std::vector<double>> buf(3, std::vector<double>(7, 1.0));
+    for (int r = 0; r < 2; ++r) {
+        Call c;
+        c.coll = Coll::Bcast;
+        c.recvbuf = buf[r].data();
+        c.count = 7;
+        c.dtype = GPURDMA_DOUBLE;
+        c.root = 2;
+        ASSERT_TRUE(node.coll[r]->start(c).is_ok());
+        for (int i = 0; i < 20; ++i) ASSERT_EQ(State::Running, node.coll[r]->advance());
+    }
+    EXPECT_EQ("node bcast, mailbox", node.coll[0]->describe_call());
+    EXPECT_EQ("node bcast (intra-node), waiting for rank 2 on host a to post its data for block 0",
+              node.coll[1]->describe_wait());
+}
+
 TEST(NodeCollective, ZeroCountsUseNoBlocks)
 {
     std::mt19937 rng(6);
@@ -553,9 +590,16 @@ TEST(NodeCollective, ALateRankIsNamedWithItsStage)
     r.count = 1;
     r.dtype = GPURDMA_INT32;
     r.op = GPURDMA_SUM;
-    Node node3(3, 2, 4096, 256);
+    Node node3(3, 2, 4096, 1024);
     ASSERT_TRUE(node3.coll[0]->start(r).is_ok());
-    EXPECT_EQ("node reduce, direct", node3.coll[0]->describe_call());
+    EXPECT_EQ("node reduce, mailbox", node3.coll[0]->describe_call());
+    std::vector<int32_t> hundred(100);  // 400 bytes: beyond a mailbox, within direct_max
+    r.sendbuf = hundred.data();
+    r.recvbuf = hundred.data();
+    r.count = hundred.size();
+    Node node4(3, 2, 4096, 1024);
+    ASSERT_TRUE(node4.coll[0]->start(r).is_ok());
+    EXPECT_EQ("node reduce, direct", node4.coll[0]->describe_call());
     EXPECT_EQ(&gpurdma_comm_stats_t::node_calls, node.coll[0]->counter());
 
     // An allgather where rank 1 lags: named as the one that has not posted.
