@@ -17,13 +17,18 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 build=${GPURDMA_ASAN_BUILD:-$top/build-asan}
 # -O1, as ASan's documentation advises: measured on 2 cores, the core then the unit tests
 # built in 125 s + 175 s, against 205 s (configure included) + 252 s at the default -O2.
+t_build=$SECONDS
 GPURDMA_BUILD=$build bash "$top/contrib/setup.sh" --enable-sanitizers --without-cuda CFLAGS="-g -O1" CXXFLAGS="-g -O1"
 make -C "$build" -j"$(nproc)" tests/mpi/allreduce_check tests/mpi/lifecycle_check tests/mpi/fallback_check \
     tests/mpi/stuck_peer_check tests/mpi/load_check tests/mpi/nonblocking_check tests/mpi/thread_stress_check \
     tests/mpi/device_check tests/mpi/device_colls_check tests/gpu/fake/libcuda.so.1 >/dev/null
 # The unit tests under the sanitizers (GoogleTest; absent when configure found no gtest).
+echo "   (built with the MPI test programs in $((SECONDS - t_build)) s)"
 if make -C "$build" -n tests/unit/gpurdma_unit >/dev/null 2>&1; then
+    t_unit=$SECONDS
     make -C "$build" -j"$(nproc)" tests/unit/gpurdma_unit >/dev/null
+    echo "   (unit tests built in $((SECONDS - t_unit)) s)"
+    t_unit=$SECONDS
     ulog="${TMPDIR:-/tmp}/gpurdma-asan-unit.$$.log"
     urc=0
     # intercept_tls_get_addr=0: see check() below (the unit tests load hwloc's and UCX's
@@ -37,7 +42,7 @@ if make -C "$build" -n tests/unit/gpurdma_unit >/dev/null 2>&1; then
         [ -n "$ours" ] || { [ $urc -ne 0 ] && ! grep -q "ERROR: LeakSanitizer" "$ulog"; }; then
         echo "FAIL gpurdma_unit under ASan+UBSan (exit $urc)"; grep -v '^\[       OK \]\|^\[ RUN' "$ulog" | tail -40; unit_failed=1
     else
-        echo "PASS gpurdma_unit under ASan+UBSan ($(grep -m1 '^\[  PASSED  \]' "$ulog"); $(grep -c 'Direct leak\|Indirect leak' "$ulog") leak records, none through gpurdma)"
+        echo "PASS gpurdma_unit under ASan+UBSan ($(grep -m1 '^\[  PASSED  \]' "$ulog"); $(grep -c 'Direct leak\|Indirect leak' "$ulog") leak records, none through gpurdma; $((SECONDS - t_unit)) s)"
     fi
     rm -f "$ulog"
 fi
@@ -55,7 +60,7 @@ status=${unit_failed:-0}
 # device step, and once in CI. With the option: 0 of 18. gpurdma keeps nothing in
 # dynamic TLS, so no leak of ours can hide behind it.
 check() {
-    local name=$1
+    local name=$1 t0=$SECONDS
     shift
     if ! timeout -k 10 600 mpirun --oversubscribe --bind-to none -np "${NP:-4}" --mca pml ob1 \
         -x LD_PRELOAD="$libasan" -x ASAN_OPTIONS=detect_leaks=1:halt_on_error=1:intercept_tls_get_addr=0 \
@@ -80,7 +85,7 @@ check() {
         echo "FAIL $name: leaks through gpurdma"; echo "$ours" | head -40; status=1; return
     fi
     leaks=$(grep -c "Direct leak\|Indirect leak" "$log/$name" || true)
-    echo "PASS $name (no sanitizer error; $leaks leak records, none through gpurdma)"
+    echo "PASS $name (no sanitizer error; $leaks leak records, none through gpurdma; $((SECONDS - t0)) s)"
 }
 check "osu_allreduce -c" "$build/osu-compat/osu_allreduce" -m 8:4194304 -i 10 -x 2 -c
 for b in osu_reduce_scatter osu_allgather osu_bcast osu_reduce; do

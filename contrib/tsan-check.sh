@@ -27,7 +27,7 @@ log=$(mktemp -d)
 trap 'rm -rf "$log"' EXIT
 status=0
 check() {
-    local name=$1
+    local name=$1 t0=$SECONDS
     shift
     local rc=0
     # UCX's memory hooks off: libucm's madvise hook runs in a thread's exit after TSan has
@@ -55,7 +55,7 @@ check() {
     fi
     local suppressed
     suppressed=$(grep -o 'ThreadSanitizer: Matched [0-9]* suppressions' "$log/$name" | head -1 || true)
-    echo "PASS $name (no ThreadSanitizer report${suppressed:+; $suppressed})"
+    echo "PASS $name (no ThreadSanitizer report${suppressed:+; $suppressed}; $((SECONDS - t0)) s)"
 }
 progress=(--mca coll_gpurdma_progress_thread 1)
 check "thread_stress_check" "$build/tests/mpi/thread_stress_check" --threads 3 --seconds 2

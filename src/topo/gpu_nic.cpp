@@ -4,6 +4,7 @@
 #include <strings.h>
 
 #include "gpurdma/gpurdma.h"
+#include "topo/hwloc_plugins.h"
 
 namespace gpurdma::topo {
 
@@ -63,6 +64,7 @@ Status gpu_nic_level(const std::string &gpu_bus_id, const std::string &nic_in, P
     hwloc_topology_t t;
     if (hwloc_topology_init(&t) != 0) return unknown("hwloc_topology_init failed");
     hwloc_topology_set_io_types_filter(t, HWLOC_TYPE_FILTER_KEEP_ALL);
+    skip_device_plugins(t);
     if (hwloc_topology_load(t) != 0) {
         hwloc_topology_destroy(t);
         return unknown("hwloc_topology_load failed");

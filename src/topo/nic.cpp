@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cctype>
 
+#include "topo/hwloc_plugins.h"
+
 namespace gpurdma::topo {
 
 namespace {
@@ -33,6 +35,7 @@ std::vector<Nic> local_nics(std::string *why)
         return out;
     }
     hwloc_topology_set_io_types_filter(t, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
+    skip_device_plugins(t);
     if (hwloc_topology_load(t) != 0) {
         hwloc_topology_destroy(t);
         *why = "hwloc_topology_load failed";
