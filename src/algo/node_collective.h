@@ -33,6 +33,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <optional>
 #include <string>
 #include <vector>
@@ -42,6 +43,7 @@
 #include "exec/task.h"
 #include "gpurdma/gpurdma.h"
 #include "plan/collective.h"
+#include "reduce/reduce.h"
 
 namespace gpurdma::algo {
 
@@ -120,6 +122,19 @@ private:
     uint64_t *consumed_seen_;
     uint64_t posted_ = 0, worked_ = 0, finished_ = 0;  // each <= the previous
 };
+
+// dst = source(0) OP source(1) OP ... in rank order, as NodeCall::fold. dst may be
+// source(0) or source(1) only.
+template <typename Source> inline void NodeCollCall::fold(char *dst, size_t bytes, Source source) const
+{
+    const size_t n = bytes / elem_;
+    if (ranks_ == 1) {
+        if (dst != source(0)) std::memcpy(dst, source(0), bytes);
+        return;
+    }
+    reduce::apply(op_, dtype_, dst, source(0), source(1), n);
+    for (int j = 2; j < ranks_; ++j) reduce::apply(op_, dtype_, dst, dst, source(j), n);
+}
 
 // The algorithm for the collectives beyond allreduce on one node (Allreduce: Unsupported,
 // NodeAllreduce takes it).
