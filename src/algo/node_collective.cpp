@@ -82,8 +82,9 @@ NodeCollCall::NodeCollCall(const NodeArena &arena, int me, uint64_t first_block,
     const int lines = static_cast<int>((mailed + line - 1) / line);
     const bool reduces = coll_ == Coll::Reduce || coll_ == Coll::ReduceScatter;
     // A reduction folds line by line: its elements must not straddle one.
+    // (For a reduce, mailed <= direct_max is its direct form: the root folds.)
     mail_ = mailed > 0 && mailed <= NodeArenaLayout::kMailBytes && mailed <= direct_max &&
-            (coll_ != Coll::Reduce || direct_) && (!reduces || lines == 1 || line % elem_ == 0);
+            (!reduces || lines == 1 || line % elem_ == 0);
     if (mail_) {
         mail_bytes_ = mailed;
         mail_lines_ = lines;
