@@ -56,6 +56,7 @@ public:
     std::string describe_failure() const override { return failure_; }
     void finish() override;
     uint64_t gpurdma_comm_stats_t::*counter() const override { return &gpurdma_comm_stats_t::device_calls; }
+    const char *collective() const override { return plan::coll_name(call_.coll); }
     std::string describe_call() const override;
 
     // After the progress loop gave up on a started call (timeout): marks the stage words

@@ -54,6 +54,7 @@ public:
     void finish() override;
     // The host algorithm's counter; null for a single rank (no algorithm ran).
     uint64_t gpurdma_comm_stats_t::*counter() const override;
+    const char *collective() const override { return plan::coll_name(call_.coll); }
     std::string describe_call() const override;
 
 private:

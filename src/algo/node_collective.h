@@ -155,6 +155,7 @@ public:
     std::string describe_failure() const override;
     void finish() override { seq_->next_block += call_->blocks(); }
     uint64_t gpurdma_comm_stats_t::*counter() const override { return &gpurdma_comm_stats_t::node_calls; }
+    const char *collective() const override { return plan::coll_name(coll_); }
     std::string describe_call() const override;
 
     uint64_t next_block() const { return seq_->next_block; }

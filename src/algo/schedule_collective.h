@@ -31,6 +31,7 @@ public:
     std::string describe_wait() const override;
     std::string describe_failure() const override;
     uint64_t gpurdma_comm_stats_t::*counter() const override { return &gpurdma_comm_stats_t::ring_calls; }
+    const char *collective() const override { return plan::coll_name(coll_); }
     std::string describe_call() const override;  // "allgather schedule, 14 steps"
 
 private:

@@ -36,8 +36,8 @@ Status ProgressLoop::timed_out(const Task &task) const
 {
     char secs[32];
     std::snprintf(secs, sizeof secs, "%.0f", policy_.timeout_s);
-    return Status::error(GPURDMA_ERR_TIMEOUT, site_.name + ": allreduce timed out after " + secs + " s in " +
-                                                  task.describe_wait() + " (this is rank " +
+    return Status::error(GPURDMA_ERR_TIMEOUT, site_.name + ": " + task.collective() + " timed out after " + secs +
+                                                  " s in " + task.describe_wait() + " (this is rank " +
                                                   std::to_string(site_.rank) + " on host " + site_.host + ")");
 }
 

@@ -31,8 +31,8 @@ struct WaitPolicy {
     static constexpr unsigned kOutsideEvery = 256;
 };
 
-// Who is waiting, for messages: "<name>: allreduce timed out after 60 s in <stage and
-// peer> (this is rank <rank> on host <host>)".
+// Who is waiting, for messages: "<name>: <collective> timed out after 60 s in <stage
+// and peer> (this is rank <rank> on host <host>)".
 struct WaitSite {
     std::string name;  // the communicator, e.g. "MPI_COMM_WORLD (cid 0)"
     int rank = 0;

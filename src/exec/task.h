@@ -27,6 +27,8 @@ public:
     // After Failed: what failed, e.g. "allreduce failed in ring allgather with rank 3
     // on host b: <transport error>".
     virtual std::string describe_failure() const = 0;
+    // The collective the call is, for the timeout message ("bcast timed out after ...").
+    virtual const char *collective() const { return "allreduce"; }
 };
 
 }  // namespace gpurdma::exec
