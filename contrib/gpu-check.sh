@@ -202,8 +202,11 @@ case "$mode" in
         --stage-max 0 --expect-device --max-bytes $((1 << 20)) --limit 30
     step "the other collectives, one node, small ones staged" 40 "$launcher" --mode device --colls --np 4 \
         --expect-device --max-bytes $((1 << 20)) --limit 30
-    step "the other collectives, 2 logical nodes" 40 "$launcher" --mode device --colls --np 4 --logical-nodes 2 --interleave \
-        --stage-max 0 --max-bytes $((1 << 20)) --limit 30
+    step "the other collectives, 2 logical nodes (node stage on the GPUs, rail from page-locked copies)" 40 \
+        "$launcher" --mode device --colls --np 4 --logical-nodes 2 --interleave --stage-max 0 --max-bytes $((1 << 20)) \
+        --limit 30
+    step "the other collectives, 3+1+2 logical nodes, on the GPUs" 40 "$launcher" --mode device --colls --np 6 \
+        --logical-nodes 3,1,2 --stage-max 0 --expect-device --max-bytes $((1 << 20)) --limit 30
     # hierarchical NAME CAP LAUNCHER-ARGS...: the hierarchical device path at 2 logical
     # nodes with verbose 2: everything but the per-call stage lines, then rank 0's last
     # call of each size from 1 MiB.

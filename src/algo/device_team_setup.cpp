@@ -15,8 +15,9 @@ std::string vote_record(const Status &st)
 
 }  // namespace
 
-DeviceTeamSetUp::DeviceTeamSetUp(const gpu::DeviceSetup &setup, HostTeam &host, const gpu::PointerInfo &buffer)
-    : exchange_(host), team_(new gpu::DeviceTeam(setup, buffer.context))
+DeviceTeamSetUp::DeviceTeamSetUp(const gpu::DeviceSetup &setup, HostTeam &host, const gpu::PointerInfo &buffer,
+                                 const std::string &exchange)
+    : exchange_(host, exchange), team_(new gpu::DeviceTeam(setup, buffer.context))
 {
     mine_ = team_->open_local();  // driver, kernels, stream: local, no peer involved
 }

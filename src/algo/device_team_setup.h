@@ -28,7 +28,9 @@ namespace gpurdma::algo {
 class DeviceTeamSetUp : private NonCopyable {
 public:
     // buffer: the first device buffer of the call that starts the set-up (its context).
-    DeviceTeamSetUp(const gpu::DeviceSetup &setup, HostTeam &host, const gpu::PointerInfo &buffer);
+    // exchange: the node exchange's name suffix (algo/node_exchange.h).
+    DeviceTeamSetUp(const gpu::DeviceSetup &setup, HostTeam &host, const gpu::PointerInfo &buffer,
+                    const std::string &exchange = "-dev");
 
     // Ok with *done: *team is ready. Unsupported (every rank of the node alike): the node
     // stages through host memory. Another error names the set-up's stage.

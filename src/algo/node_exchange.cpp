@@ -48,11 +48,11 @@ NodeExchange::Slot &NodeExchange::slot(size_t local) const
     return reinterpret_cast<Slot *>(base_)[local];
 }
 
-NodeExchange::NodeExchange(HostTeam &team) : team_(team)
+NodeExchange::NodeExchange(HostTeam &team, const std::string &suffix) : team_(team)
 {
     members_ = team.node_members();
     local_ = size_t(std::find(members_.begin(), members_.end(), team.rank()) - members_.begin());
-    if (members_.size() > 1 && team.segment()) name_ = team.segment()->name() + "-dev";
+    if (members_.size() > 1 && team.segment()) name_ = team.segment()->name() + suffix;
     bytes_ = sizeof(Slot) * members_.size();
 }
 

@@ -27,8 +27,9 @@ constexpr size_t kNodeRecordBytes = 4000;
 
 class NodeExchange : private NonCopyable {
 public:
-    // The team must outlive this object.
-    explicit NodeExchange(HostTeam &team);
+    // The team must outlive this object. suffix: after the host segment's name, one per
+    // device path that sets up a team of its own (two exchanges never share a name).
+    explicit NodeExchange(HostTeam &team, const std::string &suffix = "-dev");
     ~NodeExchange();
 
     // Attaches the node's segment, then a first round as the barrier after which its

@@ -11,15 +11,15 @@ Route route(const RouteFacts &f)
     if (!f.device_buffers) return {Path::Host, ""};
     const auto staged = [](const char *why) { return Route{Path::Staged, why}; };
     if (!f.node_all_device) return staged("a node peer passes host buffers");
-    if (!f.allreduce && f.across_nodes) return staged("no device path across nodes for this collective");
     if (!f.device_kernel) return staged("no device kernel (long double)");
-    // Small messages on one node: two copies and the host latency path cost less than
-    // the device path's barriers, kernel and copies. (Across nodes the host plan's size
-    // rule below decides.)
-    if (!f.across_nodes && f.size > 1 && f.bytes <= f.device_stage_max)
+    // Small messages: two copies and the host latency path cost less than the device
+    // path's barriers, kernel and copies. (An allreduce across nodes: the host plan's
+    // size rule below decides.)
+    if ((!f.across_nodes || !f.allreduce) && f.size > 1 && f.bytes <= f.device_stage_max)
         return staged("small message (coll_gpurdma_device_stage_max)");
     if (f.device == DeviceSetUp::Staged) return staged("this communicator stages GPU buffers");
     if (!f.across_nodes) return {Path::DeviceOneNode, ""};
+    if (!f.allreduce) return {Path::DeviceHierarchical, ""};  // algo/device_node_rail.h
     // The rail's messages must be the host hierarchical schedule's, which runs only for
     // the sizes the host plan gives it.
     if (!f.host_hierarchical) return staged("the host path runs this size flat");

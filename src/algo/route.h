@@ -29,8 +29,9 @@ struct RouteFacts {
     bool node_all_device = true;
     // A device kernel exists for the op and type (not long double).
     bool device_kernel = true;
-    // The call is an allreduce (the hierarchical device path's only collective; the
-    // one-node device path takes every collective).
+    // The call is an allreduce: across nodes, the device path's rail is the host
+    // hierarchical schedule's, run only for the sizes the host plan gives it; the
+    // other collectives' host schedules are hierarchical at every size.
     bool allreduce = true;
     // The host path's plan runs this size hierarchically (only asked across nodes).
     bool host_hierarchical = false;
@@ -38,7 +39,8 @@ struct RouteFacts {
     int size = 1;
     bool host_path = true;  // the host team is set up (a single rank needs none)
     bool across_nodes = false;
-    size_t device_stage_max = 0;  // coll_gpurdma_device_stage_max (one node)
+    // coll_gpurdma_device_stage_max (one node; across nodes, collectives but allreduce)
+    size_t device_stage_max = 0;
     DeviceSetUp device = DeviceSetUp::NotYet;
 };
 

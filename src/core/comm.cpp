@@ -55,6 +55,7 @@ gpurdma_comm::~gpurdma_comm()
                 }
                 uint64_t position() const override { return comm.stats.calls + comm.calls_.size(); }
                 std::string describe_wait() const override { return comm.calls_.front().describe_wait(); }
+                const char *collective() const override { return comm.calls_.front().collective(); }
                 std::string describe_failure() const override { return comm.last_error; }
             } drain(*this);
             (void)loop_for(front).run(drain);  // each call fails itself at its own timeout
@@ -82,6 +83,7 @@ gpurdma_comm::~gpurdma_comm()
             static_cast<unsigned long long>(stats.registrations), static_cast<unsigned long long>(stats.shm_segments),
             static_cast<unsigned long long>(stats.bytes_put));
     device_hier_.reset();
+    device_node_rail_.reset();
     selector_.reset();
     team_.reset();
 }
@@ -201,7 +203,7 @@ void gpurdma_comm::conclude(gpurdma_request &r, State state, const Status &resul
         report(r, GPURDMA_ERR_UNSUPPORTED);
         return;
     }
-    if (r.phase == Phase::Device) abandon_device();  // peers stop waiting for this rank
+    if (r.phase == Phase::Device) abandon_device(r);  // peers stop waiting for this rank
     const Status st = state == State::Declined
                           ? Status::error(GPURDMA_ERR_TRANSPORT, name +
                                                                      ": the GPU buffers of a queued call cannot "
@@ -321,6 +323,7 @@ gpurdma_status_t gpurdma_comm::run(const gpurdma::algo::Call &call)
         }
         uint64_t position() const override { return comm.stats.calls + comm.calls_.size() + mine.position(); }
         std::string describe_wait() const override { return comm.calls_.front().describe_wait(); }
+        const char *collective() const override { return comm.calls_.front().collective(); }
         std::string describe_failure() const override { return comm.last_error; }
     } until_done(*this, r);
     const Status st = loop_for(r).run(until_done);

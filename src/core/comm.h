@@ -21,6 +21,7 @@
 
 #include "algo/algorithm.h"
 #include "algo/device_hierarchical.h"
+#include "algo/device_node_rail.h"
 #include "algo/device_one_node.h"
 #include "algo/host_staging.h"
 #include "algo/route.h"
@@ -83,9 +84,11 @@ private:
     // hierarchical device path (or staging, call by call, where it declines).
     bool device_across_nodes() const;
     gpurdma::algo::DeviceHierarchical &device_hierarchical();
+    // The same for the other collectives: node stage on the GPUs, rail from page-locked copies.
+    gpurdma::algo::DeviceNodeRail &device_node_rail();
     gpurdma::gpu::DeviceSetup device_setup() const;
     // Tells the device path that took the request's call to mark its stage words failed.
-    void abandon_device();
+    void abandon_device(const gpurdma_request &request);
     // Begins the call at the front: its path and the algorithm's start.
     gpurdma::exec::State begin(gpurdma_request &request);
     // GPU buffers: waits (without blocking) for the node peers' buffer kinds of this call
@@ -151,4 +154,5 @@ private:
     gpurdma::algo::HostStaging staging_;
     std::unique_ptr<gpurdma::algo::DeviceOneNode> device_;  // last: released first
     std::unique_ptr<gpurdma::algo::DeviceHierarchical> device_hier_;  // uses team_: released before it
+    std::unique_ptr<gpurdma::algo::DeviceNodeRail> device_node_rail_;  // the same
 };

@@ -52,10 +52,18 @@ gpurdma::algo::DeviceHierarchical &gpurdma_comm::device_hierarchical()
     return *device_hier_;
 }
 
-void gpurdma_comm::abandon_device()
+gpurdma::algo::DeviceNodeRail &gpurdma_comm::device_node_rail()
+{
+    if (!device_node_rail_) device_node_rail_ = std::make_unique<gpurdma::algo::DeviceNodeRail>(device_setup(), *team_);
+    return *device_node_rail_;
+}
+
+void gpurdma_comm::abandon_device(const gpurdma_request &r)
 {
     if (device_across_nodes()) {
-        if (device_hier_) device_hier_->abandon();
+        const bool allreduce = r.call.coll == gpurdma::plan::Coll::Allreduce;
+        if (allreduce && device_hier_) device_hier_->abandon();
+        if (!allreduce && device_node_rail_) device_node_rail_->abandon();
     } else if (device_) {
         device_->abandon();
     }
@@ -162,11 +170,13 @@ State gpurdma_comm::begin(gpurdma_request &r)
     if (!r.device) return begin_host(r);
     ++r.moves;
     if (!kinds) return begin_routed(r, true);
-    // A collective that stages whatever the node's buffers (across nodes, small) needs
+    // A collective that stages whatever the node's buffers (small, long double) needs
     // no agreement: a bcast's root may have begun a later call while a peer decides this one.
-    if (r.call.coll != gpurdma::plan::Coll::Allreduce &&
-        gpurdma::algo::route(route_facts(r, true)).path != gpurdma::algo::Path::DeviceOneNode)
-        return stage_declined(r);
+    if (r.call.coll != gpurdma::plan::Coll::Allreduce) {
+        const gpurdma::algo::Path path = gpurdma::algo::route(route_facts(r, true)).path;
+        if (path != gpurdma::algo::Path::DeviceOneNode && path != gpurdma::algo::Path::DeviceHierarchical)
+            return stage_declined(r);
+    }
     r.phase = Phase::Agreeing;
     r.peer_index = 0;
     return agree(r);
@@ -223,7 +233,10 @@ gpurdma::algo::RouteFacts gpurdma_comm::route_facts(const gpurdma_request &r, bo
         f.across_nodes && gpurdma::plan::choose_algorithm(team_->topology(), f.bytes, team_->plan()) ==
                               gpurdma::plan::Algorithm::Hierarchical;
     f.device_stage_max = context->config.device_stage_max;
-    if (f.across_nodes) f.device = device_hier_ ? device_hier_->set_up_state() : gpurdma::algo::DeviceSetUp::NotYet;
+    if (f.across_nodes && f.allreduce)
+        f.device = device_hier_ ? device_hier_->set_up_state() : gpurdma::algo::DeviceSetUp::NotYet;
+    else if (f.across_nodes)
+        f.device = device_node_rail_ ? device_node_rail_->set_up_state() : gpurdma::algo::DeviceSetUp::NotYet;
     else f.device = device_ ? device_->set_up_state() : gpurdma::algo::DeviceSetUp::NotYet;
     return f;
 }
@@ -235,7 +248,9 @@ State gpurdma_comm::begin_routed(gpurdma_request &r, bool node_all_device)
     const gpurdma::algo::Route route = gpurdma::algo::route(facts);
     switch (route.path) {
         case Path::DeviceOneNode: return begin_device(r, device());
-        case Path::DeviceHierarchical: return begin_device(r, device_hierarchical());
+        case Path::DeviceHierarchical:
+            if (r.call.coll == gpurdma::plan::Coll::Allreduce) return begin_device(r, device_hierarchical());
+            return begin_device(r, device_node_rail());
         case Path::Staged:
             if (!facts.device_kernel && !facts.across_nodes && context->log.enabled(2))
                 context->log.log(2,

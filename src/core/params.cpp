@@ -100,7 +100,8 @@ const gpurdma_param_info_t kTable[] = {
            "0 turns it off"),
     number("device_stage_max", SIZE, FIELD(device_stage_max), 32 * 1024, in(0, 64 * kMiB, "is not in 0..64 MiB"),
            kAllRanks, 7,
-           "GPU buffers on one node: calls of up to this many bytes (the whole vector: a reduce-scatter's "
+           "GPU buffers on one node (across nodes: every collective but allreduce): calls of up to this many bytes "
+           "(the whole vector: a reduce-scatter's "
            "input, an allgather's result) are copied to page-locked host memory, run by the host path and "
            "copied back, instead of the device path (node barriers, kernels, copies over CUDA IPC). The "
            "default matches the allreduce crossover measured on one H200 shared by 2 and 4 processes under "

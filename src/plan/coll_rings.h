@@ -8,16 +8,12 @@
 #include <cstddef>
 #include <vector>
 
+#include "plan/collective.h"
 #include "plan/planner.h"
 #include "plan/schedule.h"
 
 namespace gpurdma::plan::detail {
 
-// Bytes [off, off + bytes) of a buffer.
-struct ByteRange {
-    size_t off;
-    size_t bytes;
-};
 using Segment = std::vector<ByteRange>;
 
 // The segment's ranges cut into pieces of at most piece_bytes, in order (empty ranges

@@ -27,14 +27,22 @@ void add_tree_links(TreeLinks &links, const Group &g, int root_pos, TreeShape sh
     links.children.insert(links.children.end(), kids.rbegin(), kids.rend());
 }
 
-TreeLinks collective_tree(const topo::Topology &t, int rank, int root, TreeShape shape)
+TreeLinks rail_tree(const topo::Topology &t, int rank, int root, TreeShape shape)
 {
     TreeLinks links;
     const int node = t.node_of[static_cast<size_t>(rank)];
-    const int root_node = t.node_of[static_cast<size_t>(root)];
     const int slot = t.local_rank[static_cast<size_t>(root)];
-    const int head = owner(t, node, slot);  // this node's member on the root's rail
-    if (t.nodes() > 1 && head == rank) add_tree_links(links, rail(t, slot, node), root_node, shape);
+    if (t.nodes() > 1 && owner(t, node, slot) == rank)  // this node's member on the root's rail
+        add_tree_links(links, rail(t, slot, node), t.node_of[static_cast<size_t>(root)], shape);
+    return links;
+}
+
+TreeLinks collective_tree(const topo::Topology &t, int rank, int root, TreeShape shape)
+{
+    // The rail's links first: a head serves its rail children before its node's.
+    TreeLinks links = rail_tree(t, rank, root, shape);
+    const int node = t.node_of[static_cast<size_t>(rank)];
+    const int head = owner(t, node, t.local_rank[static_cast<size_t>(root)]);
     const auto &members = t.members[static_cast<size_t>(node)];
     Group g;
     g.ranks = members;

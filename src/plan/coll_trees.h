@@ -33,6 +33,8 @@ void add_tree_links(TreeLinks &links, const Group &g, int root_pos, TreeShape sh
 // The whole topology's tree rooted at `root`: across nodes along the rail of the
 // root's local index (the root's node first), within each node from that rail's member.
 TreeLinks collective_tree(const topo::Topology &t, int rank, int root, TreeShape shape);
+// Only its links between nodes (empty off the root's rail, and on one node).
+TreeLinks rail_tree(const topo::Topology &t, int rank, int root, TreeShape shape);
 
 // Bcast of Recv[0, bytes): per piece, receive from the parent, send to each child.
 void append_tree_bcast(std::vector<Step> &steps, const TreeLinks &links, size_t bytes, size_t piece_bytes);

@@ -42,4 +42,35 @@ struct CollShape {
 // every member is a peer; between nodes only plan::peers' ranks are.
 Schedule build_collective(const topo::Topology &topo, int rank, const CollShape &shape, const PlanParams &params);
 
+// Bytes [off, off + bytes) of a buffer.
+struct ByteRange {
+    size_t off = 0;
+    size_t bytes = 0;
+};
+
+// Across nodes, the stage within a node that build_collective's reduce-scatter and
+// allgather run (the GPU path runs it over CUDA IPC instead): per member of `rank`'s
+// node, in member order, the byte ranges of the concatenated vector (every rank's
+// block in rank order) that the member carries on its rails.
+std::vector<std::vector<ByteRange>> node_rail_ranges(const topo::Topology &topo, int rank, const CollShape &shape);
+
+// Across nodes, bcast's and reduce's tree reaches `node` through one rank on the root's
+// rail: the node's head, which the stage within the node starts from (bcast) or ends
+// at (reduce).
+int rail_head(const topo::Topology &topo, int node, int root);
+
+// Across nodes, only the rail part of build_collective (not Allreduce): its steps with
+// peers on other nodes, in the same order and pieces, so that the messages on the wire
+// are the same whether a node's stage within it ran in shared memory or on its GPUs.
+// The buffers hold what that node stage leaves:
+//   ReduceScatter: Send, at their offsets in the vector, the node's partial of every
+//                  block of node_rail_ranges for this rank; Stage is the accumulator;
+//                  Recv gets this rank's part.
+//   Allgather:     Recv holds this rank's block at its offset; it ends with every
+//                  block of the rails this rank carries.
+//   Bcast:         Recv (rail heads only: the others have no step).
+//   Reduce:        Send, at a rail head, the node's partial; Recv gets the result at
+//                  the root; Stage is the accumulator.
+Schedule build_collective_rail(const topo::Topology &topo, int rank, const CollShape &shape, const PlanParams &params);
+
 }  // namespace gpurdma::plan

@@ -212,7 +212,77 @@ Schedule build_reduce(const topo::Topology &t, int rank, const CollShape &shape,
     return s;
 }
 
+// The rail parts alone (build_collective_rail): the same helpers as above, with the
+// node's stage left to the caller.
+Schedule rail_allgather(const topo::Topology &t, int rank, const CollShape &shape, const PlanParams &params)
+{
+    const Blocks b(shape, t.size);
+    Schedule s = start(Algorithm::Hierarchical, t, rank, b.total, shape.elem);
+    if (b.total == 0) return s;
+    for (int slot : owned_slots(t, rank))
+        append_ring_allgather(s.steps, Phase::RingAllgather, rail(t, slot, my_node(t, rank)), rail_segments(t, b, slot),
+                              piece_bytes_of(params.chunk_size, shape.elem));
+    return s;
+}
+
+Schedule rail_reduce_scatter(const topo::Topology &t, int rank, const CollShape &shape, const PlanParams &params)
+{
+    const Blocks b(shape, t.size);
+    Schedule s = start(Algorithm::Hierarchical, t, rank, b.total, shape.elem);
+    if (b.total == 0) return s;
+    s.stage_bytes = b.total;
+    for (int slot : owned_slots(t, rank))
+        append_ring_reduce_scatter(s.steps, Phase::RingReduceScatter, rail(t, slot, my_node(t, rank)),
+                                   rail_segments(t, b, slot), Buf::Send, piece_bytes_of(params.chunk_size, shape.elem));
+    const ByteRange mine = b.of[static_cast<size_t>(rank)];
+    if (mine.bytes) s.steps.push_back(copy(Buf::Recv, 0, Buf::Stage, mine.off, mine.bytes));
+    return s;
+}
+
+Schedule rail_tree_schedule(const topo::Topology &t, int rank, const CollShape &shape, const PlanParams &params)
+{
+    const size_t bytes = message_bytes(shape);
+    Schedule s = start(Algorithm::Hierarchical, t, rank, bytes, shape.elem);
+    if (bytes == 0) return s;
+    const TreeLinks links = rail_tree(t, rank, shape.root, tree_shape(bytes, params));
+    const size_t piece = piece_bytes_of(params.chunk_size, shape.elem);
+    if (shape.coll == Coll::Bcast) {
+        append_tree_bcast(s.steps, links, bytes, piece);
+        return s;
+    }
+    const bool root = rank == shape.root;
+    if (root && links.children.empty()) {
+        if (links.parent < 0) s.steps.push_back(copy(Buf::Recv, 0, Buf::Send, 0, bytes));
+        return s;
+    }
+    if (!root && !links.children.empty()) s.stage_bytes = bytes;
+    append_tree_reduce(s.steps, links, root ? Buf::Recv : Buf::Stage, bytes, piece);
+    return s;
+}
+
 }  // namespace
+
+std::vector<std::vector<ByteRange>> node_rail_ranges(const topo::Topology &topo, int rank, const CollShape &shape)
+{
+    return node_segments(topo, Blocks(shape, topo.size), rank);
+}
+
+int rail_head(const topo::Topology &topo, int node, int root)
+{
+    return owner(topo, node, topo.local_rank[static_cast<size_t>(root)]);
+}
+
+Schedule build_collective_rail(const topo::Topology &topo, int rank, const CollShape &shape, const PlanParams &params)
+{
+    switch (shape.coll) {
+        case Coll::ReduceScatter: return rail_reduce_scatter(topo, rank, shape, params);
+        case Coll::Allgather: return rail_allgather(topo, rank, shape, params);
+        case Coll::Bcast:
+        case Coll::Reduce: return rail_tree_schedule(topo, rank, shape, params);
+        case Coll::Allreduce: break;
+    }
+    return start(Algorithm::Hierarchical, topo, rank, 0, shape.elem);
+}
 
 Schedule build_collective(const topo::Topology &topo, int rank, const CollShape &shape, const PlanParams &params)
 {

@@ -9,6 +9,10 @@
 //     [--stop-rank R]: instead of the checks, rank R stops in the middle of a large
 //     device allreduce (started nonblocking, driven a little, then abandoned); every
 //     other rank must get an error within --timeout (default 60) + a margin.
+//     [--stop-coll reduce_scatter|allgather|bcast|reduce]: the same in that collective
+//     (one good call of it first, so that its device set-up is done).
+//     [--stop-may-finish a,b]: ranks whose result does not depend on the stopped rank
+//     (a bcast's or reduce's on other nodes) and may complete instead.
 //     [--host-ranks a,b]: in device mode these ranks pass host buffers (a node of
 //     host-buffer ranks beside nodes of device-buffer ranks, or ranks of one node that
 //     mix them: the node agrees per call). [--alternate]: they pass host buffers in
@@ -96,6 +100,8 @@ struct Options {
     size_t bench_min = size_t(1) << 20;  // --bench from this size up
     double timeout_s = 60;
     int stop_rank = -1;  // >= 0: the stopped-peer check instead of the others
+    gpurdma_coll_t stop_coll = GPURDMA_COLL_ALLREDUCE;  // the collective it stops in
+    std::vector<int> may_finish;  // ranks that may complete it
     std::vector<int> host_ranks;  // in device mode, these ranks pass host buffers (mixed nodes)
     bool alternate_host = false;  // ... only in every other check, device buffers in the rest
     bool expect_errors = false;  // calls may fail (never a wrong result with OK); at least one must
@@ -962,10 +968,27 @@ struct Rank {
         void *r = opt.device ? reinterpret_cast<void *>(drecv) : nullptr;
         std::vector<float> hs(opt.device ? 0 : count, 1.0f), hr(opt.device ? 0 : count);
         if (!opt.device) s = hs.data(), r = hr.data();
+        // The other collectives: blocks of count / size (reduce-scatter's input and
+        // allgather's result span the buffers), the root rank 0; one good call first.
+        gpurdma_coll_args_t args{};
+        args.coll = opt.stop_coll;
+        args.sendbuf = s;
+        args.recvbuf = r;
+        const bool blocks = opt.stop_coll == GPURDMA_COLL_REDUCE_SCATTER || opt.stop_coll == GPURDMA_COLL_ALLGATHER;
+        args.count = blocks ? count / size_t(size) : count;
+        args.dtype = GPURDMA_FLOAT;
+        args.op = GPURDMA_SUM;
+        const bool other = opt.stop_coll != GPURDMA_COLL_ALLREDUCE;
+        if (other && gpurdma_collective(comm, &args) != GPURDMA_OK) {
+            say("FAIL rank %d: the %s before the stop: %s\n", rank, gpurdma_coll_name(opt.stop_coll),
+                gpurdma_comm_last_error(comm));
+            return 1;
+        }
         if (rank == opt.stop_rank) {
             gpurdma_request_t *req = nullptr;
             const gpurdma_status_t st =
-                gpurdma_iallreduce(comm, s, r, count, GPURDMA_FLOAT, GPURDMA_SUM, nullptr, nullptr, &req);
+                other ? gpurdma_icollective(comm, &args, nullptr, nullptr, &req)
+                      : gpurdma_iallreduce(comm, s, r, count, GPURDMA_FLOAT, GPURDMA_SUM, nullptr, nullptr, &req);
             for (int i = 0; i < 3 && st == GPURDMA_OK; ++i) gpurdma_request_test(req);
             say("rank %d: stopped in the middle of the call (start: %s)\n", rank, gpurdma_status_name(st));
             std::fflush(nullptr);
@@ -974,9 +997,15 @@ struct Rank {
             _exit(0);
         }
         const auto t0 = Clock::now();
-        const gpurdma_status_t st = gpurdma_allreduce(comm, s, r, count, GPURDMA_FLOAT, GPURDMA_SUM);
+        const gpurdma_status_t st =
+            other ? gpurdma_collective(comm, &args) : gpurdma_allreduce(comm, s, r, count, GPURDMA_FLOAT, GPURDMA_SUM);
         const double took = std::chrono::duration<double>(Clock::now() - t0).count();
         const std::string error = gpurdma_comm_last_error(comm);
+        const bool may = std::find(opt.may_finish.begin(), opt.may_finish.end(), rank) != opt.may_finish.end();
+        if (st == GPURDMA_OK && may) {
+            say("rank %d: completed (its result does not depend on rank %d) after %.1f s\n", rank, opt.stop_rank, took);
+            return 0;
+        }
         if (st == GPURDMA_OK) {
             say("FAIL rank %d: the call succeeded although rank %d stopped\n", rank, opt.stop_rank);
             return 1;
@@ -1036,18 +1065,25 @@ bool parse(int argc, char **argv, Options *o)
             o->timeout_s = std::atof(next());
         } else if (a == "--alternate") {
             o->alternate_host = true;
-        } else if (a == "--host-ranks") {
+        } else if (a == "--host-ranks" || a == "--stop-may-finish") {
+            std::vector<int> &to = a == "--host-ranks" ? o->host_ranks : o->may_finish;
             for (const char *p = next(); *p;) {
                 char *end;
                 const long v = std::strtol(p, &end, 10);
                 if (end == p || v < 0) return false;
-                o->host_ranks.push_back(int(v));
+                to.push_back(int(v));
                 p = *end == ',' ? end + 1 : end;
             }
         } else if (a == "--expect-errors") {
             o->expect_errors = true;
         } else if (a == "--stop-rank") {
             o->stop_rank = std::atoi(next());
+        } else if (a == "--stop-coll") {
+            const std::string c = next();
+            bool found = false;
+            for (int k = GPURDMA_COLL_REDUCE_SCATTER; k < GPURDMA_COLL_COUNT; ++k)
+                if (c == gpurdma_coll_name(gpurdma_coll_t(k))) o->stop_coll = gpurdma_coll_t(k), found = true;
+            if (!found) return false;
         } else if (a == "--kind") {
             o->kind = next();
             if (o->kind != "blocking" && o->kind != "nonblocking" && o->kind != "persistent" && o->kind != "mixed")

@@ -69,8 +69,10 @@ fi
 # algo/device_node_work.h) at every size, and small messages staged through page-locked
 # host memory as by default; ranks of one node mixing host and GPU buffers (and send and
 # receive buffers on different sides: the node stages); an allreduce on the device path
-# after every call; logical nodes (2x2; 2+1 with the one-rank node on host buffers),
-# where they stage; and (stand-in) slow and jittered copies and kernels.
+# after every call; logical nodes (2x2, 3+1+2): the node stage on the GPUs and the rail
+# from page-locked copies (algo/device_node_rail.h), beside a node that stages (a rank
+# on host buffers) or whose ranks pass host buffers; and (stand-in) slow and jittered
+# copies and kernels.
 colls_env=()
 stand_in=0
 if ! "$launcher" --mode probe >/dev/null; then
@@ -88,9 +90,15 @@ colls "one node, on the GPUs at every size" --np 2,3,4 --stage-max 0 --expect-de
 colls "one node, small messages staged (coll_gpurdma_device_stage_max's default)" --np 3 --expect-device
 colls "one node, ranks 1 and 2 on host buffers, split buffers" --np 4 --host-ranks 1,2 --split-buffers
 colls "one node, an allreduce on the device path after every call" --np 4 --interleave --stage-max 0
+colls "logical nodes 2x2, node stage on the GPUs, rail from page-locked copies" --np 4 --logical-nodes 2 \
+    --stage-max 0 --expect-device
+colls "logical nodes 3+1+2, node stage on the GPUs, rail from page-locked copies, 256 KiB" --np 6 \
+    --logical-nodes 3,1,2 --stage-max 0 --expect-device --max-bytes 262144
 colls "logical nodes 2x2, an allreduce after every call" --np 4 --logical-nodes 2 --interleave --stage-max 0
-colls "logical nodes 2+1, the one-rank node on host buffers: staged" --np 3 --logical-nodes 2,1 --host-ranks 2 \
-    --stage-max 0 --expect-staged
+colls "logical nodes 2x2, rank 1 on host buffers: node 0 stages, node 1 on the GPUs" --np 4 --logical-nodes 2 \
+    --host-ranks 1 --stage-max 0
+colls "logical nodes 2+1, the one-rank node on host buffers, node 0 on the GPUs" --np 3 --logical-nodes 2,1 \
+    --host-ranks 2 --stage-max 0
 if [ $stand_in = 1 ]; then
     env_before=("${colls_env[@]}")
     colls_env+=(GPURDMA_FAKE_CUDA_COPY_GBPS=0.2 GPURDMA_FAKE_CUDA_KERNEL_GBPS=0.2)
@@ -100,5 +108,8 @@ if [ $stand_in = 1 ]; then
         --stage-max 0 --expect-device --split-buffers
     colls_env=("${env_before[@]}" GPURDMA_FAKE_CUDA_COPY_GBPS=0.2)
     colls "logical nodes 2x2, split buffers, copies at 0.2 GB/s" --np 4 --logical-nodes 2 --split-buffers
+    colls_env=("${env_before[@]}" GPURDMA_FAKE_CUDA_JITTER_US=500)
+    colls "logical nodes 3+1+2, copies and kernels delayed 0..500 us at random, split buffers" --np 6 \
+        --logical-nodes 3,1,2 --stage-max 0 --expect-device --split-buffers
 fi
 echo "PASS"

@@ -265,7 +265,8 @@ run_retry "lifecycle np=2 over UCX tcp" used 600 UCX_TLS=tcp -- -np 2 "${on[@]}"
             used 120 -- -np 2 "${dev_on[@]}" "$bin/device_check" --max-bytes 262144 --expect-device
         # The other collectives on GPU buffers (device_colls_check): on one node the device
         # path at every size (kernels and copies over CUDA IPC), a node peer on host
-        # buffers (the node stages), and across logical nodes (staged).
+        # buffers (the node stages), and across logical nodes (node stage on the GPUs,
+        # rail from page-locked copies).
         USED_PATTERN="on the device path (GPU buffers)" run \
             "reduce-scatter/allgather/bcast/reduce on device buffers one node np=3, on the GPU" used 120 -- -np 3 \
             "${dev_on[@]}" --mca coll_gpurdma_device_stage_max 0 "$bin/device_colls_check" --max-bytes 262144 \
@@ -273,9 +274,10 @@ run_retry "lifecycle np=2 over UCX tcp" used 600 UCX_TLS=tcp -- -np 2 "${on[@]}"
         USED_PATTERN="device_colls_check: [1-9][0-9]* passed, 0 failed" run \
             "reduce-scatter/allgather/bcast/reduce, one node np=4, rank 1 on host buffers" used 120 -- -np 4 \
             "${dev_on[@]}" "$bin/device_colls_check" --max-bytes 65536 --host-ranks 1
-        USED_PATTERN="device_colls_check: [1-9][0-9]* passed, 0 failed" run \
-            "reduce-scatter/allgather/bcast/reduce on device buffers, 2x2 logical nodes (staged)" used 120 -- -np 4 \
-            "${dev_on[@]}" --mca coll_gpurdma_logical_nodes 2 "$bin/device_colls_check" --max-bytes 65536
+        USED_PATTERN="on the device path (GPU buffers)" run \
+            "reduce-scatter/allgather/bcast/reduce on device buffers, 2x2 logical nodes, on the GPUs" used 120 -- \
+            -np 4 "${dev_on[@]}" --mca coll_gpurdma_logical_nodes 2 --mca coll_gpurdma_device_stage_max 0 \
+            "$bin/device_colls_check" --max-bytes 262144 --expect-device
         # A node whose ranks mix host and GPU buffers agrees per call: rank 1's node
         # stages every call and joins it on the host path; node 1 runs on its GPU(s).
         USED_PATTERN="device buffers across nodes" run "host and device buffers on one node, 2x2" used 120 -- \

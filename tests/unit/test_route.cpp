@@ -73,19 +73,36 @@ TEST(Route, EachReasonToStage)
     EXPECT_EQ(route(f).path, Path::DeviceHierarchical);
 }
 
-// The other collectives: the one-node device path takes them; across nodes they stage.
-TEST(Route, OtherCollectivesOnOneNodeOnly)
+// The other collectives: the one-node device path takes them; across nodes the
+// hierarchical one (algo/device_node_rail.h) at every size above device_stage_max,
+// whatever the host plan does with an allreduce of that size.
+TEST(Route, OtherCollectivesOnBothDevicePaths)
 {
     RouteFacts f = device_call(1 << 20);
     f.allreduce = false;
     EXPECT_EQ(route(f).path, Path::DeviceOneNode);
     f.bytes = 4096;  // small messages stage as allreduce's do
     EXPECT_EQ(route(f).path, Path::Staged);
-    f.bytes = 1 << 20;
     f.across_nodes = true;
-    f.host_hierarchical = true;
+    EXPECT_EQ(route(f).path, Path::Staged);  // small across nodes too
+    EXPECT_STREQ(route(f).why, "small message (coll_gpurdma_device_stage_max)");
+    f.bytes = 1 << 20;
+    f.host_hierarchical = false;
+    EXPECT_EQ(route(f).path, Path::DeviceHierarchical);
+    f.device = DeviceSetUp::Staged;
     EXPECT_EQ(route(f).path, Path::Staged);
-    EXPECT_STREQ(route(f).why, "no device path across nodes for this collective");
+    f.device = DeviceSetUp::Ready;
+    f.node_all_device = false;
+    EXPECT_EQ(route(f).path, Path::Staged);
+    f.node_all_device = true;
+    f.device_kernel = false;  // long double reductions
+    EXPECT_EQ(route(f).path, Path::Staged);
+    // An allreduce of the same size across nodes still follows the host plan's size rule.
+    f.device_kernel = true;
+    f.allreduce = true;
+    f.bytes = 4096;
+    f.host_hierarchical = true;
+    EXPECT_EQ(route(f).path, Path::DeviceHierarchical);
 }
 
 TEST(Route, NoHostPathDeclinesEverything)
