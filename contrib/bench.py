@@ -251,6 +251,9 @@ def main():
                     help="with --ab: the osu_allreduce to run (default: one on PATH, else osu-compat's); otherwise "
                          "the real OSU benchmark run beside osu-compat's (default: osu_<coll> on PATH): a binary "
                          "(one collective), or a directory holding osu_<coll> for each")
+    ap.add_argument("--real-osu-only", action="store_true",
+                    help="run the real OSU benchmark only (--osu-binary or on PATH), not osu-compat beside it: "
+                         "half the time")
     ap.add_argument("--coll", default="allreduce",
                     help="the collective(s): " + ", ".join(COLLS) + ", a comma-separated list of them, or all "
                          "(default allreduce)")
@@ -338,6 +341,10 @@ def bench_all(args, runs, coll="allreduce"):
     real = real_osu(args, coll)
     if real:
         binaries.append(("osu", real))
+        if args.real_osu_only:
+            binaries = binaries[1:]
+    elif args.real_osu_only:
+        raise SystemExit(f"--real-osu-only: no osu_{coll} (give --osu-binary)")
     all_configs = args.configs.split(",")
     if coll != "allreduce" and any(c in MPICH_CONFIGS for c in all_configs):
         # osu-compat is built against MPICH for allreduce only, and libgpurdma_pmpi.so

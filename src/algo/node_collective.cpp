@@ -196,8 +196,11 @@ bool NodeCollCall::try_post()
             if (coll_ == Coll::Allgather && in_place_) src = recv_ + static_cast<size_t>(me_) * mail_bytes_;
             post_mail(src);
         }
-        // Bcast's root and reduce's others read nothing of the others': done with the block.
-        const bool reads = coll_ == Coll::Bcast ? me_ != root_ : coll_ != Coll::Reduce || me_ == root_;
+        // Bcast's root, reduce's others and a reduce-scatter's rank that receives nothing
+        // read nothing of the others': done with the block.
+        const bool reads = coll_ == Coll::Bcast           ? me_ != root_
+                           : coll_ == Coll::ReduceScatter ? counts_[static_cast<size_t>(me_)] > 0
+                                                          : coll_ != Coll::Reduce || me_ == root_;
         mark(reads ? NodeCounter::Posted : NodeCounter::Consumed, g);
         if (coll_ == Coll::Allgather && !in_place_)
             std::memcpy(recv_ + static_cast<size_t>(me_) * mail_bytes_, send_, mail_bytes_);
@@ -308,6 +311,8 @@ bool NodeCollCall::try_work()
         if (me_ != root_ && arena_.load(root_, NodeCounter::Posted) < g + 1) return false;
     } else if (direct_ && me_ != root_) {
         // Nothing to wait for: the root reads what I posted.
+    } else if (coll_ == Coll::ReduceScatter && rs_piece(me_, b) == 0) {
+        // Nothing of block b is mine to fold (a short or empty result): nothing to wait for.
     } else if (lagging(NodeCounter::Posted, g + 1) >= 0) {
         return false;
     }

@@ -33,6 +33,8 @@ int NodeCollCall::mail_lagging() const
     const int box = static_cast<int>(first_ % static_cast<uint64_t>(NodeArenaLayout::kMailSlots));
     // Every line read before any is tested: their misses overlap.
     int lag = -1;
+    // A reduce-scatter's rank with nothing to receive reads nobody's lines.
+    if (coll_ == Coll::ReduceScatter && counts_[static_cast<size_t>(me_)] == 0) return lag;
     for (int j = 0; j < ranks_; ++j) {
         const bool reads = j != me_ && (coll_ != Coll::Bcast || j == root_) && (coll_ != Coll::Reduce || me_ == root_);
         if (!reads) continue;
