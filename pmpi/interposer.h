@@ -23,8 +23,9 @@ PMPI_HIDDEN int gpurdma_pmpi_allreduce(const void *sbuf, void *rbuf, MPI_Count c
 /* ---- per-communicator state (state.c) ---- */
 typedef struct pmpi_comm {
     MPI_Comm comm;
-    gpurdma_comm_t *core; /* NULL: never ours (an inter-communicator) */
+    gpurdma_comm_t *core; /* NULL: never ours (an inter-communicator), or released at MPI_Finalize */
     char name[96];
+    struct pmpi_comm *next; /* every state made (state.c), for MPI_Finalize */
 } pmpi_comm_t;
 
 /* The MPI error for a core failure, through the communicator's error handler (allreduce.c). */

@@ -6,6 +6,9 @@
  *  - one core communicator per MPI communicator, made on its first MPI_Allreduce and
  *    freed by the attribute's delete callback (MPI_Comm_free; MPI_Finalize for
  *    MPI_COMM_WORLD). Its set-up bootstrap is PMPI_Allgather on the communicator.
+ *    MPI_Finalize releases those of communicators the application never freed (MPICH
+ *    deletes no attribute of theirs), as Open MPI's finalize does the component's: their
+ *    resources go and their counts are reported (IMB leaves its communicators to it).
  */
 #include <limits.h>
 #include <pthread.h>
@@ -23,6 +26,7 @@ static struct {
     int comm_keyval;
     int finalize_keyval;
     bool cuda;
+    pmpi_comm_t *comms; /* every state made, until its attribute is deleted (under lock) */
 } g = {.lock = PTHREAD_MUTEX_INITIALIZER, .comm_keyval = MPI_KEYVAL_INVALID, .finalize_keyval = MPI_KEYVAL_INVALID};
 
 bool pmpi_cuda_enabled(void)
@@ -45,6 +49,13 @@ static int comm_deleted(MPI_Comm comm, int keyval, void *value, void *extra)
 {
     (void)comm, (void)keyval, (void)extra;
     pmpi_comm_t *c = value;
+    pthread_mutex_lock(&g.lock);
+    for (pmpi_comm_t **p = &g.comms; *p; p = &(*p)->next)
+        if (*p == c) {
+            *p = c->next;
+            break;
+        }
+    pthread_mutex_unlock(&g.lock);
     if (c->core) {
         gpurdma_comm_destroy(c->core);
         __atomic_sub_fetch(&g.live_comms, 1, __ATOMIC_ACQ_REL);
@@ -62,6 +73,14 @@ static int finalize_began(MPI_Comm comm, int keyval, void *value, void *extra)
     /* No state is made from now on; attributes still set are deleted all the same. */
     (void)PMPI_Comm_free_keyval(&g.comm_keyval);
     (void)PMPI_Comm_free_keyval(&g.finalize_keyval);
+    /* Communicators still alive: no call can come any more. Their states stay listed
+     * (their attributes may yet be deleted, which frees them). */
+    for (pmpi_comm_t *c = g.comms; c; c = c->next)
+        if (c->core) {
+            gpurdma_comm_destroy(c->core);
+            c->core = NULL;
+            __atomic_sub_fetch(&g.live_comms, 1, __ATOMIC_ACQ_REL);
+        }
     pthread_mutex_unlock(&g.lock);
     release_context();
     return MPI_SUCCESS;
@@ -187,5 +206,9 @@ pmpi_comm_t *pmpi_comm_state(MPI_Comm comm)
         free(c);
         return NULL;
     }
+    pthread_mutex_lock(&g.lock);
+    c->next = g.comms;
+    g.comms = c;
+    pthread_mutex_unlock(&g.lock);
     return c;
 }

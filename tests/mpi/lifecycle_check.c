@@ -8,7 +8,11 @@
  * the cycles when there are fewer than 200) and after the last one.  It fails if
  * the descriptors grew at all on any rank, or the RSS grew by more than 8 MiB.
  *
- * Usage: lifecycle_check [--cycles N | N]      (default 1000)
+ * --leave K: then K more dups, each named "left to MPI_Finalize <k>" and used once (a
+ * checked allreduce), that the program never frees (as IMB leaves its communicators):
+ * MPI_Finalize must release gpurdma's state of each (its verbose "freed after" line).
+ *
+ * Usage: lifecycle_check [--cycles N | N] [--leave K]      (default 1000, 0)
  */
 #define _POSIX_C_SOURCE 200809L /* opendir, sysconf */
 #include <mpi.h>
@@ -88,15 +92,19 @@ int main(int argc, char **argv)
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
 
+    int leave = 0;
     for (int i = 1; i < argc; i++) {
         char *end;
         const char *v = argv[i];
+        int *into = &cycles;
         if (!strcmp(argv[i], "--cycles") && i + 1 < argc)
             v = argv[++i];
-        cycles = (int)strtol(v, &end, 0);
-        if (*end || cycles < 1) {
+        else if (!strcmp(argv[i], "--leave") && i + 1 < argc)
+            v = argv[++i], into = &leave;
+        *into = (int)strtol(v, &end, 0);
+        if (*end || cycles < 1 || leave < 0) {
             if (g_world_rank == 0)
-                fprintf(stderr, "usage: " PROGRAM " [--cycles N | N]\n");
+                fprintf(stderr, "usage: " PROGRAM " [--cycles N | N] [--leave K]\n");
             MPI_Finalize();
             return 2;
         }
@@ -162,6 +170,22 @@ int main(int argc, char **argv)
                    all[4 * r + 1], all[4 * r + 2], all[4 * r + 3]);
     }
     free(all);
+    for (int k = 0; k < leave; k++) {
+        MPI_Comm left;
+        char name[64];
+        int one = 1, sum = 0;
+        if (MPI_Comm_dup(MPI_COMM_WORLD, &left) != MPI_SUCCESS) {
+            fail("MPI_Comm_dup for the communicator left to MPI_Finalize %d", k);
+            break;
+        }
+        snprintf(name, sizeof name, "left to MPI_Finalize %d", k);
+        MPI_Comm_set_name(left, name);
+        MPI_Comm_set_errhandler(left, MPI_ERRORS_RETURN);
+        if (MPI_Allreduce(&one, &sum, 1, MPI_INT, MPI_SUM, left) != MPI_SUCCESS || sum != size)
+            fail("%s: allreduce gave %d, expected %d", name, sum, size);
+        else
+            g_passed++;
+    }
     free(in);
     free(out);
 

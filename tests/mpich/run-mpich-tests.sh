@@ -67,6 +67,10 @@ run "threads np=4, 2 threads" used 120 -- -n 4 "$bin/thread_check" 50 2
 FALLBACK_PATTERNS=("fallback to PMPI_Allreduce (user-defined" "fallback to PMPI_Allreduce (derived")
 run "fallback np=3" fallback 120 GPURDMA_VERBOSE=2 -- -n 3 "$bin/fallback_check" --quick
 run "lifecycle np=4, 200 dup-free cycles" used 240 -- -n 4 "$bin/lifecycle_check" 200
+# Communicators the application never frees: MPICH deletes none of their attributes, so
+# MPI_Finalize releases their states (rank 0's "freed after" line of the last one).
+USED_PATTERN="left to MPI_Finalize 1 (handle 0x[0-9a-f]*): rank 0 freed after 1 allreduce calls" \
+    run "lifecycle np=2, 2 communicators left to MPI_Finalize" used 120 -- -n 2 "$bin/lifecycle_check" 20 --leave 2
 
 # GPU buffers (a GPU, or the stand-in driver make check builds): the interposer's device
 # path, and what it declines (a user op, on MPI_INT and on a datatype with gaps) staged
