@@ -7,8 +7,9 @@
 # with the stand-in driver (built here with the sanitizers too, running the kernels'
 # source): one node (the device path at every size, and small ones staged), the
 # hierarchical path at 2x2 and 3+1+2 logical nodes (the rail on the host and on the
-# GPU), a node whose ranks mix host and GPU buffers (staged), each blocking,
-# nonblocking and persistent (device_check). Fails on any sanitizer error, on any leak
+# GPU), reduce-scatter, allgather, bcast and reduce on one node and at 2x2, a node
+# whose ranks mix host and GPU buffers (staged), each blocking, nonblocking and
+# persistent (device_check, device_colls_check). Fails on any sanitizer error, on any leak
 # whose stack passes through gpurdma (Open MPI and UCX leak at exit on their own; those
 # are not ours), and on any leak the stand-in reports (device memory, page-locked
 # memory, events, streams).
@@ -114,6 +115,10 @@ NP=3 check "GPU buffers, one node, the device path at every size" "${gpu[@]}" \
 NP=2 check "GPU buffers, one node, small ones staged" "${gpu[@]}" "${dev[@]}"
 NP=3 check "GPU buffers, reduce-scatter, allgather, bcast and reduce on the device path" "${gpu[@]}" \
     --mca coll_gpurdma_device_stage_max 0 "$build/tests/mpi/device_colls_check" --max-bytes 65536 --expect-device
+# Across nodes (algo/device_node_rail.h): the node stage on the GPUs, the rail on page-locked copies.
+check "GPU buffers, reduce-scatter, allgather, bcast and reduce at 2x2 logical nodes on the device path" "${gpu[@]}" \
+    --mca coll_gpurdma_logical_nodes 2 --mca coll_gpurdma_device_stage_max 0 \
+    "$build/tests/mpi/device_colls_check" --max-bytes 65536 --expect-device
 check "GPU buffers, 2x2 logical nodes" "${gpu[@]}" --mca coll_gpurdma_logical_nodes 2 "${dev[@]}"
 NP=6 check "GPU buffers, 3+1+2 logical nodes, rail on the GPU" "${gpu[@]}" --mca coll_gpurdma_logical_nodes 3,1,2 \
     --mca coll_gpurdma_rail_reduce device "${dev[@]}" --device-per-rank
