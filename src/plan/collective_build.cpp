@@ -99,6 +99,23 @@ std::vector<int> owned_slots(const topo::Topology &t, int rank)
     return out;
 }
 
+// The rails between nodes, one ring per slot this rank owns; the host schedules and the
+// rail-only schedules (build_collective_rail) share these, so their messages are the same.
+void append_rail_allgather(std::vector<Step> &steps, const topo::Topology &t, int rank, const Blocks &b, size_t piece)
+{
+    for (int slot : owned_slots(t, rank))
+        append_ring_allgather(steps, Phase::RingAllgather, rail(t, slot, my_node(t, rank)), rail_segments(t, b, slot),
+                              piece);
+}
+
+void append_rail_reduce_scatter(std::vector<Step> &steps, const topo::Topology &t, int rank, const Blocks &b,
+                                Buf partial, size_t piece)
+{
+    for (int slot : owned_slots(t, rank))
+        append_ring_reduce_scatter(steps, Phase::RingReduceScatter, rail(t, slot, my_node(t, rank)),
+                                   rail_segments(t, b, slot), partial, piece);
+}
+
 Schedule build_allgather(const topo::Topology &t, int rank, const CollShape &shape, const PlanParams &params)
 {
     const Blocks b(shape, t.size);
@@ -133,9 +150,7 @@ Schedule build_allgather(const topo::Topology &t, int rank, const CollShape &sha
         return s;
     }
     // Each rail gathers its slot's blocks from every node, then each node gathers its rails.
-    for (int slot : owned_slots(t, rank))
-        append_ring_allgather(s.steps, Phase::RingAllgather, rail(t, slot, my_node(t, rank)), rail_segments(t, b, slot),
-                              piece);
+    append_rail_allgather(s.steps, t, rank, b, piece);
     append_ring_allgather(s.steps, Phase::NodeAllgather, node, node_segments(t, b, rank), piece);
     return s;
 }
@@ -167,9 +182,7 @@ Schedule build_reduce_scatter(const topo::Topology &t, int rank, const CollShape
                                        piece);
             partial = Buf::Stage;
         }
-        for (int slot : owned_slots(t, rank))
-            append_ring_reduce_scatter(s.steps, Phase::RingReduceScatter, rail(t, slot, my_node(t, rank)),
-                                       rail_segments(t, b, slot), partial, piece);
+        append_rail_reduce_scatter(s.steps, t, rank, b, partial, piece);
     }
     if (mine.bytes) s.steps.push_back(copy(Buf::Recv, 0, Buf::Stage, mine.off, mine.bytes));
     return s;
@@ -219,9 +232,7 @@ Schedule rail_allgather(const topo::Topology &t, int rank, const CollShape &shap
     const Blocks b(shape, t.size);
     Schedule s = start(Algorithm::Hierarchical, t, rank, b.total, shape.elem);
     if (b.total == 0) return s;
-    for (int slot : owned_slots(t, rank))
-        append_ring_allgather(s.steps, Phase::RingAllgather, rail(t, slot, my_node(t, rank)), rail_segments(t, b, slot),
-                              piece_bytes_of(params.chunk_size, shape.elem));
+    append_rail_allgather(s.steps, t, rank, b, piece_bytes_of(params.chunk_size, shape.elem));
     return s;
 }
 
@@ -231,9 +242,7 @@ Schedule rail_reduce_scatter(const topo::Topology &t, int rank, const CollShape 
     Schedule s = start(Algorithm::Hierarchical, t, rank, b.total, shape.elem);
     if (b.total == 0) return s;
     s.stage_bytes = b.total;
-    for (int slot : owned_slots(t, rank))
-        append_ring_reduce_scatter(s.steps, Phase::RingReduceScatter, rail(t, slot, my_node(t, rank)),
-                                   rail_segments(t, b, slot), Buf::Send, piece_bytes_of(params.chunk_size, shape.elem));
+    append_rail_reduce_scatter(s.steps, t, rank, b, Buf::Send, piece_bytes_of(params.chunk_size, shape.elem));
     const ByteRange mine = b.of[static_cast<size_t>(rank)];
     if (mine.bytes) s.steps.push_back(copy(Buf::Recv, 0, Buf::Stage, mine.off, mine.bytes));
     return s;
