@@ -6,7 +6,9 @@
  * to 1 MiB, several datatype/op pairs of matrix.h, blocking MPI_Allreduce,
  * MPI_Iallreduce with MPI_Wait or an MPI_Test loop, MPI_Iallreduce on all its
  * communicators at once with MPI_Waitall, and persistent init/start/wait/free; normal
- * and in place.  Every result is checked element by element against the rank-order
+ * and in place; and, one call in eleven, MPI_Bcast, MPI_Allgather, MPI_Reduce or
+ * MPI_Reduce_scatter_block (MPI_INT, MPI_SUM; root drawn; blocking or MPI_I* + MPI_Wait),
+ * so that these run on every thread's communicators beside the allreduces.  Every result is checked element by element against the rank-order
  * reference (and the bytes after the receive buffer).  The run is bounded: every 8
  * calls a thread agrees with its peers (an allreduce on its first communicator)
  * whether SECONDS have passed.
@@ -54,10 +56,10 @@
 
 #include "persistent_allreduce.h"
 
-enum { MODE_BLOCKING, MODE_WAIT, MODE_TEST, MODE_ALL_COMMS, MODE_PERSISTENT, NUM_MODES };
+enum { MODE_BLOCKING, MODE_WAIT, MODE_TEST, MODE_ALL_COMMS, MODE_PERSISTENT, MODE_OTHER, NUM_MODES };
 static const char *const mode_name[NUM_MODES] = { "MPI_Allreduce", "MPI_Iallreduce+MPI_Wait",
                                                   "MPI_Iallreduce+MPI_Test loop", "MPI_Iallreduce on all comms+MPI_Waitall",
-                                                  "persistent init/start/wait/free" };
+                                                  "persistent init/start/wait/free", "bcast/allgather/reduce/reduce-scatter" };
 
 static bool g_expect_used;
 static double g_seconds = 3.0;
@@ -151,7 +153,8 @@ static call_spec draw(const worker *w, long long n)
         s.count = bytes_of[(sel - 16) % 4] / s.t->size;
     else
         s.count = MAX_BYTES / s.t->size;
-    switch ((h >> 24) % 10) {
+    switch ((h >> 24) % 11) {
+    case 10: s.mode = MODE_OTHER; break;
     case 0: case 1: case 2: s.mode = MODE_BLOCKING; break;
     case 3: case 4: s.mode = MODE_WAIT; break;
     case 5: case 6: s.mode = MODE_TEST; break;
@@ -218,6 +221,83 @@ static int start(const call_spec *s, const tcomm *c, bufset *b, MPI_Request *req
                           c->comm, req);
 }
 
+/* Element i of rank r's input for an MODE_OTHER call: small, so that sums stay exact. */
+static int other_value(uint64_t seed, int r, size_t i)
+{
+    return (int)((seed + (uint64_t)r * 7919u + i * 31u) % 1000u) - 500;
+}
+
+/* MODE_OTHER: one of bcast, allgather, reduce, reduce_scatter_block on c (MPI_INT, MPI_SUM),
+ * blocking or nonblocking, each rank's result checked against what it must be. */
+static void run_other(worker *w, const call_spec *s, const tcomm *c, long long n)
+{
+    static const char *const name[] = { "MPI_Bcast", "MPI_Allgather", "MPI_Reduce", "MPI_Reduce_scatter_block" };
+    const int which = (int)(s->seed % 4), root = (int)((s->seed >> 8) % (uint64_t)c->size);
+    const bool nonblocking = (s->seed >> 16) & 1;
+    size_t count = s->count * s->t->size / sizeof(int);
+    if (count == 0)
+        count = 1;
+    if (count * (size_t)c->size * sizeof(int) > MAX_BYTES)
+        count = MAX_BYTES / ((size_t)c->size * sizeof(int));
+    int *send = (int *)w->big.send, *recv = (int *)w->big.recv;
+    const size_t in_elems = which == 3 ? count * (size_t)c->size : count;
+    const size_t out_elems = which == 1 ? count * (size_t)c->size : count;
+    for (size_t i = 0; i < in_elems; i++)
+        send[i] = other_value(s->seed, c->rank, i);
+    memset(recv, GUARD_FILL, out_elems * sizeof(int) + GUARD_BYTES);
+    if (which == 0 && c->rank == root)
+        memcpy(recv, send, count * sizeof(int));
+    MPI_Request req = MPI_REQUEST_NULL;
+    int rc;
+    switch (which) {
+    case 0:
+        rc = nonblocking ? MPI_Ibcast(recv, (int)count, MPI_INT, root, c->comm, &req)
+                         : MPI_Bcast(recv, (int)count, MPI_INT, root, c->comm);
+        break;
+    case 1:
+        rc = nonblocking ? MPI_Iallgather(send, (int)count, MPI_INT, recv, (int)count, MPI_INT, c->comm, &req)
+                         : MPI_Allgather(send, (int)count, MPI_INT, recv, (int)count, MPI_INT, c->comm);
+        break;
+    case 2:
+        rc = nonblocking ? MPI_Ireduce(send, recv, (int)count, MPI_INT, MPI_SUM, root, c->comm, &req)
+                         : MPI_Reduce(send, recv, (int)count, MPI_INT, MPI_SUM, root, c->comm);
+        break;
+    default:
+        rc = nonblocking ? MPI_Ireduce_scatter_block(send, recv, (int)count, MPI_INT, MPI_SUM, c->comm, &req)
+                         : MPI_Reduce_scatter_block(send, recv, (int)count, MPI_INT, MPI_SUM, c->comm);
+        break;
+    }
+    if (rc == MPI_SUCCESS && nonblocking)
+        rc = MPI_Wait(&req, MPI_STATUS_IGNORE);
+    char what[256];
+    snprintf(what, sizeof what, "call %lld: %s%s on %s: count %d root %d", n, nonblocking ? "nonblocking " : "",
+             name[which], c->name, (int)count, root);
+    if (rc != MPI_SUCCESS) {
+        tfail(w, "%s: returned %d", what, rc);
+        return;
+    }
+    const bool checked = which != 2 || c->rank == root; /* reduce: only the root's buffer is defined */
+    for (size_t i = 0; checked && i < out_elems; i++) {
+        int want = 0;
+        if (which == 0)
+            want = other_value(s->seed, root, i);
+        else if (which == 1)
+            want = other_value(s->seed, (int)(i / count), i % count);
+        else
+            for (int r = 0; r < c->size; r++)
+                want += other_value(s->seed, r, which == 3 ? (size_t)c->rank * count + i : i);
+        if (recv[i] != want) {
+            tfail(w, "%s: index %zu expected %d got %d", what, i, want, recv[i]);
+            return;
+        }
+    }
+    if (checked && !bytes_are((unsigned char *)recv + out_elems * sizeof(int), GUARD_BYTES, GUARD_FILL)) {
+        tfail(w, "%s: bytes written after the receive buffer", what);
+        return;
+    }
+    w->passed++;
+}
+
 static void run_call(worker *w, long long n)
 {
     call_spec s = draw(w, n);
@@ -227,6 +307,10 @@ static void run_call(worker *w, long long n)
     int rc, flag = 0;
 
     w->calls[s.mode]++;
+    if (s.mode == MODE_OTHER) {
+        run_other(w, &s, c, n);
+        return;
+    }
     if (s.mode == MODE_ALL_COMMS) {
         MPI_Request reqs[MAX_COMMS];
         MPI_Status st[MAX_COMMS];
@@ -551,9 +635,10 @@ int main(int argc, char **argv)
     }
     if (g_world_rank == 0)
         printf("%d threads x %d communicators, %.1f s: %lld MPI_Allreduce, %lld MPI_Iallreduce+MPI_Wait, %lld "
-               "MPI_Iallreduce+MPI_Test, %lld all-comms MPI_Iallreduce batches, %lld persistent (rank 0)\n",
+               "MPI_Iallreduce+MPI_Test, %lld all-comms MPI_Iallreduce batches, %lld persistent, %lld bcast, "
+               "allgather, reduce or reduce-scatter (rank 0)\n",
                nthreads, ncomms, MPI_Wtime() - t0, calls[MODE_BLOCKING], calls[MODE_WAIT], calls[MODE_TEST],
-               calls[MODE_ALL_COMMS], calls[MODE_PERSISTENT]);
+               calls[MODE_ALL_COMMS], calls[MODE_PERSISTENT], calls[MODE_OTHER]);
 
     if (g_expect_used && g_world_size >= 2)
         section_concurrent();
