@@ -5,7 +5,8 @@
 # gets) and every mpirun runs under `timeout -k 10`.
 #
 #   stuck peer  a rank SIGSTOPs itself mid-stream (one node / logical nodes across
-#               UCX / flat UCX with small messages): the others get an MPI error
+#               UCX / flat UCX with small messages; allreduce, also allgather and
+#               reduce-scatter): the others get an MPI error
 #               naming stage, peer and host within coll_gpurdma_timeout; SIGCONT;
 #               the job ends cleanly.
 #   killed peer a rank SIGKILLs itself mid-stream: the job ends within a bound, no
@@ -100,8 +101,9 @@ stuck() {
     shift 6
     selected "$name" || return 0
     local out="$log_dir/stuck.$np.$victim.$count.log" why=""
+    # STUCK_COLL: allgather or reduce_scatter instead of allreduce.
     mpijob "$out" 120 -- -np "$np" "${on[@]}" --mca coll_gpurdma_timeout $TIMEOUT_S "$@" \
-        "$bin/stuck_peer_check" stop "$victim" 40 "$count" $TIMEOUT_S
+        "$bin/stuck_peer_check" stop "$victim" 40 "$count" $TIMEOUT_S ${STUCK_COLL:+1040 "$STUCK_COLL"}
     if [ $rc -ne 0 ]; then
         why="exit code $rc"
     elif ! grep -q "stuck_peer_check: [0-9]* passed, 0 failed" "$out"; then
@@ -131,6 +133,12 @@ stuck "stuck peer: SIGSTOP, 2x2 logical nodes (inter-node) np=4" 4 2 65536 \
     "(ring reduce-scatter|ring allgather|recursive-doubling [a-z-]+) \(inter-node\)" "0|1" --mca coll_gpurdma_logical_nodes 2
 stuck "stuck peer: SIGSTOP, flat UCX, 8-byte (rd) np=3" 3 1 2 \
     "[a-z -]*recursive-doubling [a-z-]+[^,]*" "0|2" --mca coll_gpurdma_logical_nodes 1
+# The other collectives: a one-node allgather, a reduce-scatter across 2x2 logical nodes
+# (rank 0's rail peer is the victim).
+STUCK_COLL=allgather stuck "stuck peer: SIGSTOP, allgather, one node np=3" 3 1 4096 \
+    "node allgather.*" "0|2"
+STUCK_COLL=reduce_scatter stuck "stuck peer: SIGSTOP, reduce-scatter, 2x2 logical nodes np=4" 4 2 16384 \
+    ".+\(inter-node\)" "0" --mca coll_gpurdma_logical_nodes 2
 
 # ------------------------------------------------------------------ stuck peer, nonblocking
 # late NAME NP FORM [MPIRUN-ARGS...]: timeout_check FORM (nonblocking|persistent): rank 1

@@ -25,8 +25,12 @@
  *         result or fails within TIMEOUT + 5 s; after a failure the rank stops calling.
  *         Each rank prints "STREAM rank R: N ok, slowest call X s[, error after Y s]".
  *
+ * COLL (stop only): allreduce (default), allgather (COUNT each) or reduce_scatter
+ * (MPI_Reduce_scatter_block, COUNT each): collectives whose every result needs every
+ * rank, so that no call past the stop can succeed.
+ *
  * Every result that comes back MPI_SUCCESS is checked element by element.
- * Usage: stuck_peer_check stop|kill|stream VICTIM AT COUNT TIMEOUT [CALLS]
+ * Usage: stuck_peer_check stop|kill|stream VICTIM AT COUNT TIMEOUT [CALLS [COLL]]
  */
 #define _POSIX_C_SOURCE 200809L
 #include <mpi.h>
@@ -64,7 +68,10 @@ int main(int argc, char **argv)
     const int victim = stream_mode ? 0 : atoi(argv[2]), at = stream_mode ? 1 : atoi(argv[3]), count = atoi(argv[4]);
     const double timeout = atof(argv[5]);
     const int calls = argc > 6 ? atoi(argv[6]) : at + 1000;
-    if (victim < 0 || victim >= size || count < 1 || at < 1 || size < 2) {
+    const char *coll = argc > 7 ? argv[7] : "allreduce";
+    const int gather = !strcmp(coll, "allgather"), scatter = !strcmp(coll, "reduce_scatter");
+    if (victim < 0 || victim >= size || count < 1 || at < 1 || size < 2 ||
+        (!gather && !scatter && strcmp(coll, "allreduce"))) {
         if (rank == 0) fprintf(stderr, "bad arguments\n");
         MPI_Finalize();
         return 2;
@@ -88,7 +95,9 @@ int main(int argc, char **argv)
     MPI_Comm comm;
     MPI_Comm_dup(MPI_COMM_WORLD, &comm);
     MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
-    int *in = malloc(sizeof(int) * (size_t)count), *out = malloc(sizeof(int) * (size_t)count);
+    /* Allgather's result and reduce-scatter's input are COUNT per rank. */
+    const int in_count = scatter ? count * size : count, out_count = gather ? count * size : count;
+    int *in = malloc(sizeof(int) * (size_t)in_count), *out = malloc(sizeof(int) * (size_t)out_count);
     int got_error = 0, ok_calls = 0;
     double slowest = 0, error_after = -1;
     for (int c = 0; c < calls && !got_error; c++) {
@@ -105,16 +114,21 @@ int main(int argc, char **argv)
                 raise(SIGKILL);
             }
         }
-        for (int i = 0; i < count; i++) in[i] = (c * 7 + i) % 1000 + rank;
-        memset(out, 0xff, sizeof(int) * (size_t)count);
+        for (int i = 0; i < in_count; i++) in[i] = (c * 7 + i) % 1000 + rank;
+        memset(out, 0xff, sizeof(int) * (size_t)out_count);
         const double t0 = MPI_Wtime();
-        const int rc = MPI_Allreduce(in, out, count, MPI_INT, MPI_SUM, comm);
+        const int rc = gather    ? MPI_Allgather(in, count, MPI_INT, out, count, MPI_INT, comm)
+                       : scatter ? MPI_Reduce_scatter_block(in, out, count, MPI_INT, MPI_SUM, comm)
+                                 : MPI_Allreduce(in, out, count, MPI_INT, MPI_SUM, comm);
         const double waited = MPI_Wtime() - t0;
         if (waited > slowest) slowest = waited;
         if (rc == MPI_SUCCESS) {
             int bad = 0;
-            for (int i = 0; i < count && !bad; i++) {
-                const int want = size * ((c * 7 + i) % 1000) + size * (size - 1) / 2;
+            for (int i = 0; i < out_count && !bad; i++) {
+                /* allgather: block r is rank r's input; reduce-scatter: my block of the sum */
+                const int want = gather    ? (c * 7 + i % count) % 1000 + i / count
+                                 : scatter ? size * ((c * 7 + rank * count + i) % 1000) + size * (size - 1) / 2
+                                           : size * ((c * 7 + i) % 1000) + size * (size - 1) / 2;
                 if (out[i] != want) {
                     printf("FAIL [world rank %d] call %d: element %d is %d, expected %d (success returned)\n", rank, c,
                            i, out[i], want);
@@ -176,7 +190,9 @@ int main(int argc, char **argv)
     /* A later call on the broken communicator fails at once instead of hanging. */
     if (stop_mode && got_error) {
         const double t0 = MPI_Wtime();
-        const int rc = MPI_Allreduce(in, out, count, MPI_INT, MPI_SUM, comm);
+        const int rc = gather    ? MPI_Allgather(in, count, MPI_INT, out, count, MPI_INT, comm)
+                       : scatter ? MPI_Reduce_scatter_block(in, out, count, MPI_INT, MPI_SUM, comm)
+                                 : MPI_Allreduce(in, out, count, MPI_INT, MPI_SUM, comm);
         if (rc == MPI_SUCCESS) {
             printf("FAIL [world rank %d] a call on the failed communicator returned success\n", rank);
             failed++;
