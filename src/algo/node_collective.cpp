@@ -196,12 +196,9 @@ bool NodeCollCall::try_post()
             if (coll_ == Coll::Allgather && in_place_) src = recv_ + static_cast<size_t>(me_) * mail_bytes_;
             post_mail(src);
         }
-        // Bcast's root, reduce's others and a reduce-scatter's rank that receives nothing
-        // read nothing of the others': done with the block.
-        const bool reads = coll_ == Coll::Bcast           ? me_ != root_
-                           : coll_ == Coll::ReduceScatter ? counts_[static_cast<size_t>(me_)] > 0
-                                                          : coll_ != Coll::Reduce || me_ == root_;
-        mark(reads ? NodeCounter::Posted : NodeCounter::Consumed, g);
+        // A rank that reads nobody's lines (bcast's root, reduce's others, a reduce-scatter's
+        // rank that receives nothing) is done with the block.
+        mark(reads_mail() ? NodeCounter::Posted : NodeCounter::Consumed, g);
         if (coll_ == Coll::Allgather && !in_place_)
             std::memcpy(recv_ + static_cast<size_t>(me_) * mail_bytes_, send_, mail_bytes_);
         ++posted_;

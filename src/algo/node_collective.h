@@ -92,6 +92,7 @@ private:
     template <typename Source> void fold(char *dst, size_t bytes, Source source) const;
     // The mailbox form (one block, g = first_).
     bool writes_mail() const;  // whether I post into my mailbox lines
+    bool reads_mail() const;  // whether I read any other rank's lines
     void post_mail(const char *src) const;
     int mail_lagging() const;  // a rank whose lines I read that has not posted, or -1
     void work_mail();

@@ -28,16 +28,25 @@ void NodeCollCall::post_mail(const char *src) const
     }
 }
 
+bool NodeCollCall::reads_mail() const
+{
+    switch (coll_) {
+        case Coll::Bcast: return me_ != root_;
+        case Coll::Reduce: return me_ == root_;
+        // A reduce-scatter's rank with nothing to receive reads nobody's lines.
+        case Coll::ReduceScatter: return counts_[static_cast<size_t>(me_)] > 0;
+        default: return true;
+    }
+}
+
 int NodeCollCall::mail_lagging() const
 {
     const int box = static_cast<int>(first_ % static_cast<uint64_t>(NodeArenaLayout::kMailSlots));
     // Every line read before any is tested: their misses overlap.
     int lag = -1;
-    // A reduce-scatter's rank with nothing to receive reads nobody's lines.
-    if (coll_ == Coll::ReduceScatter && counts_[static_cast<size_t>(me_)] == 0) return lag;
+    if (!reads_mail()) return lag;
     for (int j = 0; j < ranks_; ++j) {
-        const bool reads = j != me_ && (coll_ != Coll::Bcast || j == root_) && (coll_ != Coll::Reduce || me_ == root_);
-        if (!reads) continue;
+        if (j == me_ || (coll_ == Coll::Bcast && j != root_)) continue;
         bool all = true;
         for (int l = 0; l < mail_lines_; ++l) all &= arena_.mail_seq(j, box, l) == first_ + 1;
         if (!all && lag < 0) lag = j;

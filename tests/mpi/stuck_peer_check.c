@@ -52,6 +52,14 @@ static double now_unix(void)
     return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
+/* One call of the stream's collective (COLL). */
+static int call_coll(int gather, int scatter, const int *in, int *out, int count, MPI_Comm comm)
+{
+    if (gather) return MPI_Allgather(in, count, MPI_INT, out, count, MPI_INT, comm);
+    if (scatter) return MPI_Reduce_scatter_block(in, out, count, MPI_INT, MPI_SUM, comm);
+    return MPI_Allreduce(in, out, count, MPI_INT, MPI_SUM, comm);
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -117,9 +125,7 @@ int main(int argc, char **argv)
         for (int i = 0; i < in_count; i++) in[i] = (c * 7 + i) % 1000 + rank;
         memset(out, 0xff, sizeof(int) * (size_t)out_count);
         const double t0 = MPI_Wtime();
-        const int rc = gather    ? MPI_Allgather(in, count, MPI_INT, out, count, MPI_INT, comm)
-                       : scatter ? MPI_Reduce_scatter_block(in, out, count, MPI_INT, MPI_SUM, comm)
-                                 : MPI_Allreduce(in, out, count, MPI_INT, MPI_SUM, comm);
+        const int rc = call_coll(gather, scatter, in, out, count, comm);
         const double waited = MPI_Wtime() - t0;
         if (waited > slowest) slowest = waited;
         if (rc == MPI_SUCCESS) {
@@ -190,9 +196,7 @@ int main(int argc, char **argv)
     /* A later call on the broken communicator fails at once instead of hanging. */
     if (stop_mode && got_error) {
         const double t0 = MPI_Wtime();
-        const int rc = gather    ? MPI_Allgather(in, count, MPI_INT, out, count, MPI_INT, comm)
-                       : scatter ? MPI_Reduce_scatter_block(in, out, count, MPI_INT, MPI_SUM, comm)
-                                 : MPI_Allreduce(in, out, count, MPI_INT, MPI_SUM, comm);
+        const int rc = call_coll(gather, scatter, in, out, count, comm);
         if (rc == MPI_SUCCESS) {
             printf("FAIL [world rank %d] a call on the failed communicator returned success\n", rank);
             failed++;
