@@ -57,9 +57,11 @@
 // size up to --max-bytes, in place and not, and with --bench prints bus bandwidth
 // beside the device's own copy bandwidth. Exit status 0 only if every check passed.
 #include <sched.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
@@ -67,6 +69,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -121,6 +124,9 @@ struct Rank {
     Options opt;
     int rank = 0, size = 1;
     gpurdma_bootstrap_t boot{};
+    // Stopped-peer check: the ranks whose call has returned, counted in memory all the
+    // ranks share, so the stopped rank leaves as soon as they all have, not after a fixed wait.
+    std::atomic<int> *stop_returned = nullptr;
     gpurdma_comm_t *comm = nullptr;
     int checks = 0, failures = 0, errors = 0;
     double longest_call_ms = 0;  // the longest iallreduce/init/start/test, nonblocking and persistent
@@ -855,7 +861,11 @@ struct Rank {
         }
         ctx_ = ctx;
         if (opt.colls) return finish(coll_checks(), ctx, dev);
-        if (opt.stop_rank >= 0) return finish(stop_check(), ctx, dev);
+        if (opt.stop_rank >= 0) {
+            const int rc = finish(stop_check(), ctx, dev);
+            if (stop_returned) stop_returned->fetch_add(1);
+            return rc;
+        }
         if (opt.hold_check) {
             check(GPURDMA_SUM, GPURDMA_FLOAT, 1, false, 1, Kind::Blocking);  // the set-ups, not timed
             check(GPURDMA_SUM, GPURDMA_FLOAT, std::max<size_t>(opt.max_bytes / 4, 1), false, 3, Kind::Nonblocking);
@@ -992,8 +1002,10 @@ struct Rank {
             for (int i = 0; i < 3 && st == GPURDMA_OK; ++i) gpurdma_request_test(req);
             say("rank %d: stopped in the middle of the call (start: %s)\n", rank, gpurdma_status_name(st));
             std::fflush(nullptr);
-            // Stopped: no progress until the others have given up, then gone without a word.
-            usleep(static_cast<useconds_t>((opt.timeout_s + 8) * 1e6));
+            // Stopped: no progress until the others have given up (or timeout + 8 s), then
+            // gone without a word.
+            const auto until = Clock::now() + std::chrono::duration<double>(opt.timeout_s + 8);
+            while (Clock::now() < until && (!stop_returned || stop_returned->load() < size - 1)) usleep(20000);
             _exit(0);
         }
         const auto t0 = Clock::now();
@@ -1114,9 +1126,11 @@ bool parse(int argc, char **argv, Options *o)
 // Forks np ranks (killed if they outlive the limit).
 int launch(const Options &opt, int np)
 {
+    void *shared = mmap(nullptr, sizeof(std::atomic<int>), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    auto *stop_returned = shared == MAP_FAILED ? nullptr : new (shared) std::atomic<int>(0);
     const auto result = gpurdma::testing::run_ranks(
         np,
-        [&opt](int r, int n, gpurdma_bootstrap_t bootstrap) -> int {
+        [&opt, stop_returned](int r, int n, gpurdma_bootstrap_t bootstrap) -> int {
             if (opt.fake_hosts > 0) {  // several "nodes" on one machine: the inter-node decisions run
                 const std::string host = "gpurdma-fake-" + std::to_string(r * opt.fake_hosts / n);
                 if (unshare(CLONE_NEWUTS) != 0 || sethostname(host.c_str(), host.size()) != 0) {
@@ -1131,11 +1145,13 @@ int launch(const Options &opt, int np)
             rank.rank = r;
             rank.size = n;
             rank.boot = bootstrap;
+            rank.stop_returned = stop_returned;
             const int rc = rank.run();
             std::fflush(nullptr);
             std::exit(rc);  // not run_ranks' _exit: leak checkers (LSan) run at exit
         },
         opt.limit_s);
+    if (shared != MAP_FAILED) munmap(shared, sizeof(std::atomic<int>));
     if (result.timed_out) std::printf("FAIL: np %d still running after %.0f s; killing the ranks\n", np, opt.limit_s);
     else if (result.failed) std::printf("FAIL: %s\n", result.detail.c_str());
     return result.failed || result.timed_out ? 1 : 0;
