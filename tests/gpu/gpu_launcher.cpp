@@ -13,6 +13,8 @@
 //     (one good call of it first, so that its device set-up is done).
 //     [--stop-may-finish a,b]: ranks whose result does not depend on the stopped rank
 //     (a bcast's or reduce's on other nodes) and may complete instead.
+//     [--stop-tests N]: how far the stopped rank drives its call: the start, then N tests
+//     (default 3); 0 stops it with its buffers posted and nothing more.
 //     [--host-ranks a,b]: in device mode these ranks pass host buffers (a node of
 //     host-buffer ranks beside nodes of device-buffer ranks, or ranks of one node that
 //     mix them: the node agrees per call). [--alternate]: they pass host buffers in
@@ -105,6 +107,7 @@ struct Options {
     int stop_rank = -1;  // >= 0: the stopped-peer check instead of the others
     gpurdma_coll_t stop_coll = GPURDMA_COLL_ALLREDUCE;  // the collective it stops in
     std::vector<int> may_finish;  // ranks that may complete it
+    int stop_tests = 3;  // tests the stopped rank makes after the start
     std::vector<int> host_ranks;  // in device mode, these ranks pass host buffers (mixed nodes)
     bool alternate_host = false;  // ... only in every other check, device buffers in the rest
     bool expect_errors = false;  // calls may fail (never a wrong result with OK); at least one must
@@ -999,7 +1002,7 @@ struct Rank {
             const gpurdma_status_t st =
                 other ? gpurdma_icollective(comm, &args, nullptr, nullptr, &req)
                       : gpurdma_iallreduce(comm, s, r, count, GPURDMA_FLOAT, GPURDMA_SUM, nullptr, nullptr, &req);
-            for (int i = 0; i < 3 && st == GPURDMA_OK; ++i) gpurdma_request_test(req);
+            for (int i = 0; i < opt.stop_tests && st == GPURDMA_OK; ++i) gpurdma_request_test(req);
             say("rank %d: stopped in the middle of the call (start: %s)\n", rank, gpurdma_status_name(st));
             std::fflush(nullptr);
             // Stopped: no progress until the others have given up (or timeout + 8 s), then
@@ -1073,6 +1076,8 @@ bool parse(int argc, char **argv, Options *o)
             o->stage_max = std::strtoll(next(), nullptr, 0);
         } else if (a == "--bench-min") {
             o->bench_min = std::max<size_t>(4, std::strtoull(next(), nullptr, 0));
+        } else if (a == "--stop-tests") {
+            o->stop_tests = std::max(0, std::atoi(next()));
         } else if (a == "--timeout") {
             o->timeout_s = std::atof(next());
         } else if (a == "--alternate") {
