@@ -67,10 +67,7 @@ void HostTeam::release_channels()
     // the host's wait loop, bounded. A set-up that failed early has no loop yet.
     exec::WaitPolicy policy = loop_ ? loop_->policy() : exec::WaitPolicy{};
     if (!loop_) policy.spin_us = setup_.config->spin_us;
-    // After a failed call our own requests still get a moment to finish; what we gave up
-    // on is the same as at the full bound's end (the peers' memory stays theirs).
-    constexpr double kAbandonedBound = 0.2;
-    const double bound = peers_abandoned_ ? kAbandonedBound : std::min(5.0, setup_.config->timeout_s);
+    const double bound = std::min(5.0, setup_.config->timeout_s);
     exec::ChannelsRelease release(node, net, hosts_);
     if (!exec::run_teardown(release, policy, bound, exec::WaitSite{setup_.name, setup_.rank, setup_.host}))
         setup_.log->log(1, "%s: released after %g s without progress, still waiting for %s", setup_.name.c_str(), bound,

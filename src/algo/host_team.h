@@ -97,9 +97,6 @@ public:
 
     // Calibration's outcome (algo/calibration.h): the same model on every rank.
     void set_calibrated(const plan::CostModel &model, double ms);
-    // A call failed (a peer stopped or died): the release at the end waits only briefly,
-    // as a peer that stopped never returns our slots (not the full bound, 5 s per free).
-    void abandon_peers() { peers_abandoned_ = true; }
 
 private:
     explicit HostTeam(HostSetup setup);
@@ -107,8 +104,7 @@ private:
     Status connect_media();  // rounds 2 and 3
     void decide_waits(const std::vector<topo::RankPlacement> &placements);
     // Before the media go: peers return our landing slots and our UCX requests finish
-    // (exec/channel_release.h), under the wait loop, bounded by min(5 s, the timeout), or
-    // 0.2 s after a failed call (abandon_peers).
+    // (exec/channel_release.h), under the wait loop, bounded by min(5 s, the timeout).
     void release_channels();
 
     HostSetup setup_;
@@ -126,7 +122,6 @@ private:
     std::unique_ptr<transport::UcxMedium> ucx_;
     std::unique_ptr<transport::Router> router_;
     std::optional<CallKinds> kinds_;  // in shm_'s segment
-    bool peers_abandoned_ = false;
 };
 
 }  // namespace gpurdma::algo

@@ -82,7 +82,6 @@ gpurdma_comm::~gpurdma_comm()
             static_cast<unsigned long long>(stats.reduce_calls), static_cast<unsigned long long>(stats.setups),
             static_cast<unsigned long long>(stats.registrations), static_cast<unsigned long long>(stats.shm_segments),
             static_cast<unsigned long long>(stats.bytes_put));
-    if (team_ && broken_) team_->abandon_peers();
     device_hier_.reset();
     device_node_rail_.reset();
     selector_.reset();
