@@ -127,8 +127,9 @@ struct Rank {
     Options opt;
     int rank = 0, size = 1;
     gpurdma_bootstrap_t boot{};
-    // Stopped-peer check: the ranks whose call has returned, counted in memory all the
-    // ranks share, so the stopped rank leaves as soon as they all have, not after a fixed wait.
+    // Stopped-peer check: the ranks that are done (call returned, communicator freed),
+    // counted in memory all the ranks share, so the stopped rank leaves as soon as they
+    // all are, not after a fixed wait.
     std::atomic<int> *stop_returned = nullptr;
     gpurdma_comm_t *comm = nullptr;
     int checks = 0, failures = 0, errors = 0;
