@@ -96,7 +96,19 @@ if [ -d "$root/gpurdma/build-ompi5" ]; then
         if cmp -s "$copy/$f" "$root/gpurdma/$f"; then touch -r "$root/gpurdma/$f" "$copy/$f"; else touch "$copy/$f"; fi
     done
 fi
-find "$root/gpurdma" -mindepth 1 -maxdepth 1 ! -name build-ompi5 -exec rm -rf {} +
+# The build directory stays, and so do autoreconf's outputs (no tracked file among them):
+# contrib/setup.sh makes them again when configure.ac or Makefile.am is newer (changed
+# since the last copy, by the times above); made again unchanged they would still be
+# newer than the build's config.status, and configure would run again for nothing.
+for f in "$root/gpurdma"/* "$root/gpurdma"/.[!.]*; do
+    [ -e "$f" ] || continue
+    case ${f##*/} in
+        build-ompi5) continue ;;
+        configure | Makefile.in | aclocal.m4 | config.h.in | config | m4 | autom4te.cache)
+            [ -e "$copy/${f##*/}" ] || continue ;;  # unless the copy brings its own (a tarball's tree)
+    esac
+    rm -rf "$f"
+done
 find "$copy" -mindepth 1 -maxdepth 1 -exec mv -t "$root/gpurdma" {} +
 rmdir "$copy"
 

@@ -80,7 +80,13 @@ if [ ! -x configure ] || [ configure.ac -nt configure ] || [ Makefile.am -nt Mak
 fi
 mkdir -p "$build"
 cd "$build"
-if [ ! -f Makefile ] || [ "$#" -gt 0 ] || [ "$top/configure" -nt config.status ]; then
+# configure again only when its options differ from the last run's (config.status keeps
+# them, quoted as below): CI's Debian 13 tree is configured while the root is prepared,
+# and its test command passes the same options again.
+quoted=()
+for a in "$@"; do quoted+=("'${a//\'/\'\\\'\'}'"); done
+if [ ! -f Makefile ] || [ ! -x config.status ] || [ "$(./config.status --config)" != "${quoted[*]}" ] ||
+    [ "$top/configure" -nt config.status ]; then
     "$top/configure" -q "$@"
 fi
 make -j"$(nproc)" >/dev/null
