@@ -4,8 +4,7 @@
 # Usage: contrib/setup.sh [configure options...]
 #   GPURDMA_SETUP_PLOT=1   also python3-matplotlib, for the benchmark's plot (quickstart.sh
 #                          sets it; the tests do not need it, and it is 44 packages, 45 s)
-#   GPURDMA_SETUP_NO_BUILD=1  install only (CI prepares the Debian 13 root this way while
-#                          the Debian 12 build runs)
+#   GPURDMA_SETUP_NO_BUILD=1  install only, build nothing
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
