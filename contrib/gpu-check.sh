@@ -5,7 +5,10 @@
 #                                       the shared libraries they need (ldd, glibc
 #                                       excepted) into DIR (at most 64 MiB).
 #   contrib/gpu-check.sh --run DIR      on a bare CUDA machine (driver, no MPI, no UCX, no
-#                                       compiler): host mode, then the kernels against
+#                                       compiler), or an AMD one (ROCm's libamdhip64; the
+#                                       same checks through HIP, with a bundle built
+#                                       where configure found hipcc: Debian 13, or
+#                                       --with-rocm): host mode, then the kernels against
 #                                       the host reduction (tests/gpu/kernel_check: every
 #                                       op x type, 1-16 sources, misaligned, five grids),
 #                                       then device buffers on GPU 0
@@ -43,7 +46,7 @@ set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 mode=${1:-}
 dir=${2:-}
-[ -n "$mode" ] && [ -n "$dir" ] || { sed -n '2,41p' "$0"; exit 2; }
+[ -n "$mode" ] && [ -n "$dir" ] || { sed -n '2,44p' "$0"; exit 2; }
 
 # --bundle: the build's own Open MPI 4.x (mpirun, orted, libraries, components, help
 # files, and the PMIx and UCX modules they load), relocated under $dir/ompi with
@@ -88,7 +91,9 @@ case "$mode" in
     [ -f "$build/Makefile" ] || { echo "no configured build in $build (run contrib/setup.sh)"; exit 1; }
     make -C "$build" -j2 tests/gpu/gpu_launcher tests/gpu/kernel_check tests/mpi/device_check tests/mpi/device_colls_check >/dev/null
     grep -q '^#define GPURDMA_HAVE_CUDA 1' "$build/config.h" ||
-        echo "warning: $build was configured without CUDA: the bundle has no GPU kernels (device mode stages)"
+        echo "warning: $build was configured without CUDA: the bundle has no NVIDIA GPU kernels (device mode stages there)"
+    grep -q '^#define GPURDMA_HAVE_ROCM 1' "$build/config.h" ||
+        echo "note: $build was configured without hipcc: the bundle has no AMD GPU kernels (device mode stages there)"
     rm -rf "$dir"
     mkdir -p "$dir"
     cp "$build/tests/gpu/gpu_launcher" "$build/tests/gpu/kernel_check" "$build/tests/mpi/device_check" \
@@ -151,12 +156,14 @@ case "$mode" in
         exit 0
     fi
     if ! probe=$("$launcher" --mode probe); then
-        echo "FAIL: no usable CUDA driver/GPU here: $probe"
+        echo "FAIL: no usable GPU runtime (CUDA driver, else HIP) and GPU here: $probe"
         exit 1
     fi
     echo "== the kernels against the host reduction on GPU 0 ($probe)"
     step "kernel_check" 60 "$dir/kernel_check"
-    echo "== device buffers on GPU 0 ($probe); nvidia-smi: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1 || echo n/a)"
+    gpu_name=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1 ||
+        rocm-smi --showproductname 2>/dev/null | grep -m1 -i 'card series' || echo n/a)
+    echo "== device buffers on GPU 0 ($probe); GPU: ${gpu_name:-n/a}"
     step "one-node device path" 150 "$launcher" --mode device --np 2,4 --max-bytes $((256 << 20)) --expect-device --stage-max 0 --bench \
         --verbose 1 --limit 70
     # coll_gpurdma_device_stage_max's crossover: the same sizes on the device path, then staged.
@@ -281,7 +288,7 @@ case "$mode" in
     echo "PASS ($(( $(date +%s) - start )) s)"
     ;;
 *)
-    sed -n '2,41p' "$0"
+    sed -n '2,44p' "$0"
     exit 2
     ;;
 esac

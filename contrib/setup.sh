@@ -5,6 +5,7 @@
 #   GPURDMA_SETUP_PLOT=1   also python3-matplotlib, for the benchmark's plot (quickstart.sh
 #                          sets it; the tests do not need it, and it is 44 packages, 45 s)
 #   GPURDMA_SETUP_NO_BUILD=1  install only, build nothing
+#   GPURDMA_SETUP_ROCM=0   on Debian 13, do not install hipcc (no AMD GPU kernels)
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
@@ -30,6 +31,18 @@ if [ ${#missing[@]} -gt 0 ]; then
     [ "$(id -u)" -ne 0 ] && sudo=sudo
     $sudo apt-get update -qq
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+# Debian 13's HIP compiler and runtime headers (HIP 5.7), where the release has them:
+# configure finds hipcc and builds the AMD GPU kernels (gfx90a, gfx942) beside CUDA's.
+# Optional: without them the build is unchanged. GPURDMA_SETUP_ROCM=0: never install.
+if [ "$(. /etc/os-release && echo "$VERSION_ID")" != 12 ] && [ "${GPURDMA_SETUP_ROCM:-1}" = 1 ] &&
+    ! dpkg-query -W -f='${Status}' hipcc 2>/dev/null | grep -q "install ok installed"; then
+    sudo=""
+    [ "$(id -u)" -ne 0 ] && sudo=sudo
+    [ ${#missing[@]} -gt 0 ] || $sudo apt-get update -qq
+    echo "== installing: hipcc libamdhip64-dev (the AMD GPU kernels; optional)"
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends hipcc libamdhip64-dev ||
+        echo "== hipcc not available here: no AMD GPU kernels (the HIP runtime is still used where present)"
 fi
 
 # Debian 13's libopenmpi-dev (5.0.7) installs opal_config.h, which names headers in

@@ -46,7 +46,7 @@ static int previous(const void *sbuf, void *rbuf, MPI_Count count, MPI_Datatype 
 
 static bool device_buffers(const void *sbuf, const void *rbuf)
 {
-    return pmpi_cuda_enabled() &&
+    return pmpi_gpu_buffers_enabled() &&
            (gpurdma_is_device_memory(rbuf) || (sbuf != MPI_IN_PLACE && gpurdma_is_device_memory(sbuf)));
 }
 

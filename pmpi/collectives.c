@@ -95,8 +95,8 @@ static int previous(const pmpi_comm_t *pc, const pcall_t *c, const char *why)
     MPI_Aint send_lb, recv_lb;
     const size_t send_span = span_of(c->sdtype, send_n, &send_lb);
     const size_t recv_span = span_of(recv_type, recv_n, &recv_lb);
-    const bool device = pmpi_cuda_enabled() && ((send_span && gpurdma_is_device_memory(c->sbuf)) ||
-                                                (recv_span && gpurdma_is_device_memory(c->rbuf)));
+    const bool device = pmpi_gpu_buffers_enabled() && ((send_span && gpurdma_is_device_memory(c->sbuf)) ||
+                                                       (recv_span && gpurdma_is_device_memory(c->rbuf)));
     if (pc)
         pmpi_output(2, "%s: %s: fallback to PMPI (%s)%s", pc->name, gpurdma_coll_name(c->coll), why,
                     device ? ", staged through host memory" : "");

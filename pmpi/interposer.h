@@ -35,8 +35,8 @@ PMPI_HIDDEN int gpurdma_pmpi_core_error(const pmpi_comm_t *c, gpurdma_status_t s
  * with it); NULL when gpurdma is off, could not start, or is shutting down. */
 PMPI_HIDDEN pmpi_comm_t *pmpi_comm_state(MPI_Comm comm);
 
-/* Whether GPU buffers are recognised (GPURDMA_CUDA); valid once a state was asked for. */
-PMPI_HIDDEN bool pmpi_cuda_enabled(void);
+/* Whether GPU buffers are recognised (GPURDMA_CUDA or GPURDMA_ROCM); valid once a state was asked for. */
+PMPI_HIDDEN bool pmpi_gpu_buffers_enabled(void);
 /* Whether the predefined types have the layouts the core assumes (Fortran types that
  * do not are dropped); once, before the first call is mapped (pmpi/allreduce.c). */
 PMPI_HIDDEN bool pmpi_layouts_match(void);

@@ -25,13 +25,13 @@ static struct {
     int live_comms; /* the context outlives every core communicator (atomic) */
     int comm_keyval;
     int finalize_keyval;
-    bool cuda;
+    bool gpu_buffers; /* coll_gpurdma_cuda or coll_gpurdma_rocm */
     pmpi_comm_t *comms; /* every state made, until its attribute is deleted (under lock) */
 } g = {.lock = PTHREAD_MUTEX_INITIALIZER, .comm_keyval = MPI_KEYVAL_INVALID, .finalize_keyval = MPI_KEYVAL_INVALID};
 
-bool pmpi_cuda_enabled(void)
+bool pmpi_gpu_buffers_enabled(void)
 {
-    return g.cuda;
+    return g.gpu_buffers;
 }
 
 /* Destroyed once MPI_Finalize has begun and no communicator uses it any more. */
@@ -110,7 +110,7 @@ static void validated_config(gpurdma_config_t *c)
     int level = MPI_THREAD_SINGLE;
     PMPI_Query_thread(&level);
     c->threads = MPI_THREAD_MULTIPLE == level;
-    g.cuda = c->cuda;
+    g.gpu_buffers = c->cuda || c->rocm;
 }
 
 static bool ensure_context(void)

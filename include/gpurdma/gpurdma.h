@@ -160,6 +160,7 @@ typedef struct gpurdma_config {
     const char *logical_nodes; /* "" by host; "K" or "a,b,c": split hosts into virtual nodes */
     const char *net_devices; /* "" nearest RDMA NIC; "mlx5_0:1,..." or "^dev" to restrict; "none" */
     int cuda; /* 1: recognise GPU buffers if a CUDA driver is present; 0: never load it */
+    int rocm; /* 1: recognise AMD GPU buffers if a HIP runtime is present (and no CUDA one); 0: never load it */
     int local_processes; /* processes of the job on this host (0: unknown): more than its CPUs means yield when idle */
     int local_rank; /* this process's rank among them (-1: unknown): fixes its logical node */
     double net_alpha_us; /* cost model: microseconds per message between nodes */

@@ -148,7 +148,7 @@ const plan::Schedule &DeviceHierarchical::rail_schedule(int slice, size_t count)
 // Node allgather: every unit this rank does not own, out of its owner's result.
 void DeviceHierarchical::launch_gather()
 {
-    const auto &d = gpu::CudaDriver::instance();
+    const auto &d = gpu::GpuRuntime::instance();
     const topo::Topology &t = host_.topology();
     const int node = t.node_of[static_cast<size_t>(setup_.rank)];
     const auto &members = team_->members();

@@ -63,7 +63,7 @@ void DeviceHierarchical::choose_rail(const gpu::GdrDecision &gdr)
     gpu::RailModeInputs in;
     const gpurdma_config_t *cfg = setup_.config;
     if (cfg && cfg->rail_reduce) in.requested = cfg->rail_reduce;
-    const bool host_memory = gpu::CudaDriver::instance().device_memory_is_host();
+    const bool host_memory = gpu::GpuRuntime::instance().device_memory_is_host();
     in.direct_sends = gdr.eligible || host_memory;
     in.direct_why =
         gdr.eligible  ? "GPUDirect RDMA: " + gdr.reason
@@ -136,7 +136,7 @@ std::optional<gpu::RailCost> DeviceHierarchical::estimate_rail(bool direct_sends
 // offer fails they land in host memory, as they would without it.
 void DeviceHierarchical::offer_gpu_landing(const gpu::GdrDecision &gdr)
 {
-    const auto &d = gpu::CudaDriver::instance();
+    const auto &d = gpu::GpuRuntime::instance();
     gpu::GdrLandingInputs in;
     in.allowed = !setup_.config || setup_.config->gdr_recv != 0;
     in.rail_on_gpu = on_gpu();

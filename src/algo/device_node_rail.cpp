@@ -244,7 +244,7 @@ void DeviceNodeRail::launch_gather()
 // Unified addressing: one copy call for either direction.
 Status DeviceNodeRail::enqueue(const std::vector<DeviceCopy> &copies, const char *what)
 {
-    const auto &d = gpu::CudaDriver::instance();
+    const auto &d = gpu::GpuRuntime::instance();
     gpu::ContextScope scope(team_->context());
     for (const DeviceCopy &c : copies) {
         if (!d.api().memcpy_async) {  // older than any driver that loads the kernels: synchronous

@@ -81,7 +81,7 @@ Status DeviceOneNode::begin_call(const Call &call, const gpu::PointerInfo &sinfo
                                  ? 0
                                  : total_count(call_, 1) * reduce::dtype_size(call_.dtype);
         if (bytes == 0) return Status::ok();
-        const auto &d = gpu::CudaDriver::instance();
+        const auto &d = gpu::GpuRuntime::instance();
         gpu::ContextScope scope(team_->context());
         const int rc =
             d.api().memcpy_dtod_async(reinterpret_cast<gpu::CUdeviceptr>(call_.recvbuf),
@@ -224,7 +224,7 @@ void DeviceOneNode::launch_reduce()
 // The copies: out of the peers' buffers (or this rank's own), by copy engine.
 void DeviceOneNode::launch_copies()
 {
-    const auto &d = gpu::CudaDriver::instance();
+    const auto &d = gpu::GpuRuntime::instance();
     gpu::ContextScope scope(team_->context());
     for (const DeviceCopy &c : work_.copies) {
         const int rc = d.api().memcpy_dtod_async(reinterpret_cast<gpu::CUdeviceptr>(c.dst),

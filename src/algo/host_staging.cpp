@@ -49,7 +49,7 @@ void HostStaging::use_context(gpu::CUcontext ctx)
     if (fence_ && ctx == ctx_) return;
     release_stream();
     ctx_ = ctx;
-    const auto &api = gpu::CudaDriver::instance().api();
+    const auto &api = gpu::GpuRuntime::instance().api();
     if (api.stream_create) {
         gpu::ContextScope scope(ctx_);
         own_stream_ = api.stream_create(&stream_, gpu::kStreamNonBlocking) == 0;
@@ -63,7 +63,7 @@ void HostStaging::release_stream()
     fence_.reset();
     if (own_stream_) {
         gpu::ContextScope scope(ctx_);
-        gpu::CudaDriver::instance().api().stream_destroy(stream_);
+        gpu::GpuRuntime::instance().api().stream_destroy(stream_);
     }
     stream_ = nullptr;
     own_stream_ = false;
@@ -71,7 +71,7 @@ void HostStaging::release_stream()
 
 Status HostStaging::enqueue_copy(void *dst, const void *src, size_t bytes)
 {
-    const auto &d = gpu::CudaDriver::instance();
+    const auto &d = gpu::GpuRuntime::instance();
     // A driver without cuMemcpyAsync (older than any that loads the kernels) copies synchronously.
     if (!d.api().memcpy_async) return d.copy(dst, src, bytes, ctx_);
     gpu::ContextScope scope(ctx_);

@@ -25,7 +25,7 @@
 #include "base/status.h"
 #include "gpu/buffer_query.h"
 #include "gpu/copy_fence.h"
-#include "gpu/cuda_driver.h"
+#include "gpu/gpu_runtime.h"
 #include "gpu/pinned_buffer.h"
 
 namespace gpurdma::algo {

@@ -19,7 +19,7 @@ void post_buffers(gpu::DeviceTeam &team, int rank, uint64_t seq, const Call &cal
     me.src_shared = shared.src;
     me.dst_shared = shared.dst;
     if (vote) {
-        const auto &api = gpu::CudaDriver::instance().api();
+        const auto &api = gpu::GpuRuntime::instance().api();
         gpu::ContextScope scope(team.context());
         if (shared.src) {
             vote = api.ipc_get_mem_handle(&me.src_handle, src.base) == 0;

@@ -11,8 +11,8 @@
 #include "algo/algorithm.h"
 #include "algo/device_node_work.h"
 #include "base/status.h"
-#include "gpu/cuda_driver.h"
 #include "gpu/device_team.h"
+#include "gpu/gpu_runtime.h"
 
 namespace gpurdma::algo {
 

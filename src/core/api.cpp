@@ -11,7 +11,7 @@
 #include "core/counters.h"
 #include "core/params.h"
 #include "core/request.h"
-#include "gpu/cuda_driver.h"
+#include "gpu/gpu_runtime.h"
 #include "gpurdma/gpurdma.h"
 
 namespace {
@@ -105,7 +105,8 @@ gpurdma_status_t gpurdma_context_create(const gpurdma_config_t *config, gpurdma_
             log.log(0, "%s", valid.message().c_str());
             return valid.code();
         }
-        if (!config->cuda) gpurdma::gpu::CudaDriver::disable();
+        if (!config->cuda) gpurdma::gpu::GpuRuntime::disable(gpurdma::gpu::Vendor::Cuda);
+        if (!config->rocm) gpurdma::gpu::GpuRuntime::disable(gpurdma::gpu::Vendor::Hip);
         std::unique_ptr<gpurdma_context> context;
         const gpurdma::Status st = gpurdma_context::create(*config, &context);
         if (!st.is_ok()) {
@@ -233,20 +234,20 @@ int gpurdma_request_free(gpurdma_request_t *request)
 
 int gpurdma_is_device_memory(const void *ptr)
 {
-    return gpurdma::gpu::CudaDriver::instance().query(ptr).kind == gpurdma::gpu::MemoryKind::Device;
+    return gpurdma::gpu::GpuRuntime::instance().query(ptr).kind == gpurdma::gpu::MemoryKind::Device;
 }
 
 gpurdma_status_t gpurdma_memcpy(void *dst, const void *src, size_t bytes)
 {
-    const auto &cuda = gpurdma::gpu::CudaDriver::instance();
-    const auto d = cuda.query(dst), s = cuda.query(src);
+    const auto &gpu = gpurdma::gpu::GpuRuntime::instance();
+    const auto d = gpu.query(dst), s = gpu.query(src);
     if (d.kind != gpurdma::gpu::MemoryKind::Device && s.kind != gpurdma::gpu::MemoryKind::Device) {
         std::memmove(dst, src, bytes);
         return GPURDMA_OK;
     }
     try {
-        return cuda.copy(dst, src, bytes, d.context ? d.context : s.context).is_ok() ? GPURDMA_OK
-                                                                                     : GPURDMA_ERR_TRANSPORT;
+        return gpu.copy(dst, src, bytes, d.context ? d.context : s.context).is_ok() ? GPURDMA_OK
+                                                                                    : GPURDMA_ERR_TRANSPORT;
     } catch (const std::bad_alloc &) {
         return GPURDMA_ERR_NO_RESOURCE;
     }

@@ -183,6 +183,10 @@ const gpurdma_param_info_t kTable[] = {
     number("cuda", INT, FIELD(cuda), 1, in(0, 1, "is not 0 or 1"), kLocal, 6,
            "1: recognise GPU (cudaMalloc) buffers when a CUDA driver is present (loaded at run time); "
            "0: never load the CUDA driver"),
+    number("rocm", INT, FIELD(rocm), 1, in(0, 1, "is not 0 or 1"), kLocal, 6,
+           "1: recognise AMD GPU (hipMalloc) buffers when the HIP runtime (libamdhip64, loaded at run time) "
+           "finds a GPU and no CUDA driver did (one vendor per process, CUDA first); 0: never load the HIP "
+           "runtime"),
     text("gdr_level", FIELD(gdr_level), "PXB", gpurdma_gdr_level_valid, "is not one of LOC, PIX, PXB, PHB, SYS", kLocal,
          6,
          "Farthest GPU-to-NIC path over which GPU buffers may go by GPUDirect RDMA between "

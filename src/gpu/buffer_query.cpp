@@ -13,7 +13,7 @@ bool in_place(CallBuffers call)
 
 bool BufferQuery::touches_device_memory(CallBuffers call)
 {
-    const auto &cuda = CudaDriver::instance();
+    const auto &cuda = GpuRuntime::instance();
     if (!cuda.available()) return false;  // info() then never runs
     send_ = call.send;
     recv_ = call.recv;
@@ -39,7 +39,7 @@ void buffer_info(const BufferQuery *recorded, CallBuffers call, PointerInfo *sin
         recorded->info(call, sinfo, rinfo);
         return;
     }
-    const auto &cuda = CudaDriver::instance();
+    const auto &cuda = GpuRuntime::instance();
     *rinfo = cuda.query(call.recv);
     *sinfo = in_place(call) ? *rinfo : cuda.query(call.send);
 }

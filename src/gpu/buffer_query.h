@@ -9,7 +9,7 @@
 // dlopened component, a hidden state of every thread that ever called).
 #pragma once
 
-#include "gpu/cuda_driver.h"
+#include "gpu/gpu_runtime.h"
 
 namespace gpurdma::gpu {
 

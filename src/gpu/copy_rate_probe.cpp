@@ -61,7 +61,7 @@ void keep(CUdevice device, const Known &found)
 
 Status check_entry_points()
 {
-    const auto &d = CudaDriver::instance();
+    const auto &d = GpuRuntime::instance();
     const auto &a = d.api();
     if (!d.available()) return Status::unsupported(d.why_unavailable());
     if (!a.memcpy_dtoh_async || !a.memcpy_htod_async)
@@ -79,11 +79,11 @@ public:
     {
         if (!event_) return;
         ContextScope scope(ctx_);
-        CudaDriver::instance().api().event_destroy(event_);
+        GpuRuntime::instance().api().event_destroy(event_);
     }
     Status create()
     {
-        const auto &d = CudaDriver::instance();
+        const auto &d = GpuRuntime::instance();
         ContextScope scope(ctx_);
         const int rc = d.api().event_create(&event_, 0);
         if (rc != 0) event_ = nullptr;
@@ -117,7 +117,7 @@ CopyRateProbe::~CopyRateProbe()
 {
     if (!in_flight_ || !res_ || !res_->stream) return;
     // Nothing of ours may still run when the memory goes.
-    const auto &a = CudaDriver::instance().api();
+    const auto &a = GpuRuntime::instance().api();
     ContextScope scope(ctx_);
     if (a.stream_synchronize) a.stream_synchronize(res_->stream->get());
 }
@@ -135,7 +135,7 @@ Status CopyRateProbe::step(bool *done)
         *done = kind_ == Kind::Done;  // the rates already known
         return *done ? Status::ok() : fail_or(queue_try(), done);
     }
-    const auto &d = CudaDriver::instance();
+    const auto &d = GpuRuntime::instance();
     const auto &a = d.api();
     float ms = 0;
     {
@@ -162,7 +162,7 @@ Status CopyRateProbe::step(bool *done)
 
 Status CopyRateProbe::open()
 {
-    const auto &d = CudaDriver::instance();
+    const auto &d = GpuRuntime::instance();
     const auto &a = d.api();
     if (d.available() && a.ctx_get_device) {
         ContextScope scope(ctx_);
@@ -191,7 +191,7 @@ Status CopyRateProbe::open()
 
 Status CopyRateProbe::queue_try()
 {
-    const auto &d = CudaDriver::instance();
+    const auto &d = GpuRuntime::instance();
     const auto &a = d.api();
     ContextScope scope(ctx_);
     const CUstream s = res_->stream->get();

@@ -22,7 +22,7 @@
 #include "base/noncopyable.h"
 #include "base/status.h"
 #include "gpu/copy_rates.h"
-#include "gpu/cuda_driver.h"
+#include "gpu/gpu_runtime.h"
 
 namespace gpurdma::gpu {
 

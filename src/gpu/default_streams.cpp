@@ -28,7 +28,7 @@ template <class Each> Status for_each_context(CUcontext send_context, CUcontext 
 
 Status settle(CUcontext ctx)
 {
-    const auto &d = CudaDriver::instance();
+    const auto &d = GpuRuntime::instance();
     ContextScope scope(ctx);
     for (CUstream stream : {kLegacyStream, kPerThreadStream}) {
         const CUresult rc = d.api().stream_synchronize(stream);
@@ -42,7 +42,7 @@ Status settle(CUcontext ctx)
 // The same wait on the host (drivers without events).
 Status settle_default_streams(CUcontext send_context, CUcontext recv_context)
 {
-    const auto &d = CudaDriver::instance();
+    const auto &d = GpuRuntime::instance();
     if (!d.available() || !d.api().stream_synchronize) return Status::ok();  // no GPU buffers then
     return for_each_context(send_context, recv_context, settle);
 }
@@ -51,7 +51,7 @@ Status settle_default_streams(CUcontext send_context, CUcontext recv_context)
 
 DefaultStreamFence::~DefaultStreamFence()
 {
-    const auto &d = CudaDriver::instance();
+    const auto &d = GpuRuntime::instance();
     for (const Mark &m : marks_) {
         ContextScope scope(m.ctx);
         d.api().event_destroy(m.event);
@@ -60,7 +60,7 @@ DefaultStreamFence::~DefaultStreamFence()
 
 Status DefaultStreamFence::record(CUcontext send_context, CUcontext recv_context)
 {
-    const auto &d = CudaDriver::instance();
+    const auto &d = GpuRuntime::instance();
     if (!d.available()) return Status::ok();
     const auto &a = d.api();
     if (!a.event_create || !a.event_record || !a.event_query || !a.event_destroy)
@@ -71,7 +71,7 @@ Status DefaultStreamFence::record(CUcontext send_context, CUcontext recv_context
 
 Status DefaultStreamFence::record_in(CUcontext ctx)
 {
-    const auto &d = CudaDriver::instance();
+    const auto &d = GpuRuntime::instance();
     ContextScope scope(ctx);
     for (bool legacy : {true, false}) {
         Mark *mark = nullptr;
@@ -93,7 +93,7 @@ Status DefaultStreamFence::record_in(CUcontext ctx)
 
 Status DefaultStreamFence::reached(bool *done)
 {
-    const auto &d = CudaDriver::instance();
+    const auto &d = GpuRuntime::instance();
     *done = true;
     for (Mark &m : marks_) {
         if (m.reached) continue;

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "base/noncopyable.h"
-#include "gpu/cuda_driver.h"
+#include "gpu/gpu_runtime.h"
 
 namespace gpurdma::gpu {
 

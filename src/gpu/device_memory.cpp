@@ -4,7 +4,7 @@ namespace gpurdma::gpu {
 
 Status DeviceMemory::create(CUcontext ctx, size_t bytes, std::unique_ptr<DeviceMemory> *out)
 {
-    const auto &d = CudaDriver::instance();
+    const auto &d = GpuRuntime::instance();
     if (!d.api().mem_alloc || !d.api().mem_free) return Status::unsupported("the CUDA driver lacks cuMemAlloc");
     ContextScope scope(ctx);
     CUdeviceptr ptr = 0;
@@ -17,7 +17,7 @@ Status DeviceMemory::create(CUcontext ctx, size_t bytes, std::unique_ptr<DeviceM
 DeviceMemory::~DeviceMemory()
 {
     ContextScope scope(ctx_);
-    CudaDriver::instance().api().mem_free(ptr_);
+    GpuRuntime::instance().api().mem_free(ptr_);
 }
 
 }  // namespace gpurdma::gpu

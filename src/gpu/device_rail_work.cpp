@@ -9,7 +9,7 @@ Status DeviceRailWork::create(const RailWorkSetup &setup, std::unique_ptr<Device
     if (!setup.kernels || !setup.transport) return Status::unsupported("no kernels or transport");
     if (!setup.landing.base || setup.landing.bytes == 0)
         return Status::unsupported("no landing region between nodes to map for the GPU");
-    if (!CudaDriver::instance().api().memcpy_async) return Status::unsupported("the CUDA driver lacks cuMemcpyAsync");
+    if (!GpuRuntime::instance().api().memcpy_async) return Status::unsupported("the CUDA driver lacks cuMemcpyAsync");
     std::unique_ptr<DeviceRailWork> work(new DeviceRailWork(setup));
     Status st = Stream::create(setup.ctx, &work->stream_);
     if (!st.is_ok()) return st.prefixed("rail stream: ");
@@ -38,7 +38,7 @@ Status DeviceRailWork::visible(const void *p, size_t bytes)
     if (!flush_ || !gpu_landing_.contains(p, bytes)) return Status::ok();
     // The flag that announced it came by another path (host memory): the GPU may not
     // see the data yet. One flush covers every write so far.
-    const auto &d = CudaDriver::instance();
+    const auto &d = GpuRuntime::instance();
     ContextScope scope(setup_.ctx);
     const int rc = d.api().flush_gpu_direct_rdma_writes(kGdrFlushTargetCurrentCtx, kGdrFlushToOwner);
     if (rc != 0) return d.failure("cuFlushGPUDirectRDMAWrites", rc);
@@ -48,7 +48,7 @@ Status DeviceRailWork::visible(const void *p, size_t bytes)
 
 Status DeviceRailWork::launched(int rc, const char *call)
 {
-    if (rc != 0) return CudaDriver::instance().failure(call, rc);
+    if (rc != 0) return GpuRuntime::instance().failure(call, rc);
     return fence_->record();
 }
 
@@ -56,7 +56,7 @@ Status DeviceRailWork::copy(void *dst, const void *src, size_t bytes)
 {
     const Status seen = visible(src, bytes);
     if (!seen.is_ok()) return seen;
-    const auto &d = CudaDriver::instance();
+    const auto &d = GpuRuntime::instance();
     ContextScope scope(setup_.ctx);
     // Unified addressing: a landing slot (page-locked host memory) or GPU memory alike.
     return launched(d.api().memcpy_async(reinterpret_cast<CUdeviceptr>(dst), reinterpret_cast<CUdeviceptr>(src), bytes,
@@ -93,7 +93,7 @@ Status DeviceRailWork::send_source(const void *src, size_t bytes, const void **f
     if (setup_.transport->source_busy(buffer.data(), buffer.size())) return Status::ok();
     const Status seen = visible(src, bytes);  // a forwarded arrival
     if (!seen.is_ok()) return seen;
-    const auto &d = CudaDriver::instance();
+    const auto &d = GpuRuntime::instance();
     ContextScope scope(setup_.ctx);
     const auto source = reinterpret_cast<CUdeviceptr>(src);
     // The error names the copy that was used (a driver without cuMemcpyDtoHAsync has cuMemcpyAsync).

@@ -32,7 +32,7 @@ bool logs(const DeviceSetup &setup, int level)
 // The PCI bus id of the context's GPU, "" if the driver cannot tell.
 std::string bus_id_of(CUcontext ctx)
 {
-    const auto &d = CudaDriver::instance();
+    const auto &d = GpuRuntime::instance();
     char bus[32] = {0};
     CUdevice dev = 0;
     ContextScope scope(ctx);
@@ -111,7 +111,7 @@ DeviceTeam::~DeviceTeam()
     kernels_.reset();
     if (stream_) {
         ContextScope scope(ctx_);
-        CudaDriver::instance().api().stream_destroy(stream_);
+        GpuRuntime::instance().api().stream_destroy(stream_);
     }
     segment_.reset();
 }
@@ -123,7 +123,7 @@ ControlSlot &DeviceTeam::slot(int rank) const
 
 Status DeviceTeam::stream_done(bool *done) const
 {
-    const auto &d = CudaDriver::instance();
+    const auto &d = GpuRuntime::instance();
     ContextScope scope(ctx_);
     const int rc = d.api().stream_query(stream_);
     *done = rc == 0;
@@ -135,7 +135,7 @@ Status DeviceTeam::stream_done(bool *done) const
 // bus id; rank 0 creates the control block.
 Status DeviceTeam::open_local()
 {
-    const auto &d = CudaDriver::instance();
+    const auto &d = GpuRuntime::instance();
     if (!d.available()) return Status::unsupported(d.why_unavailable());
     if (!ctx_) return Status::unsupported("the GPU buffer has no CUDA context");
     const Status loaded = ReduceKernels::load(ctx_, &kernels_);
@@ -213,7 +213,7 @@ Status DeviceTeam::attach_and_check_peers(const std::string &segment_name)
         const Status st = transport::ShmSegment::attach(segment_name, sizeof(ControlSlot) * members_.size(), &segment_);
         if (!st.is_ok()) return Status::unsupported(st.message());
     }
-    const auto &a = CudaDriver::instance().api();
+    const auto &a = GpuRuntime::instance().api();
     ContextScope scope(ctx_);
     CUdevice me = 0;
     a.ctx_get_device(&me);

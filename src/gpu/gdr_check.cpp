@@ -2,6 +2,7 @@
 
 #include <memory>
 
+#include "gpu/gpu_runtime.h"
 #include "transport/registered_range.h"
 
 namespace gpurdma::gpu {
@@ -19,6 +20,11 @@ std::string type_list(uint64_t types)
 
 }  // namespace
 
+ucs_memory_type_t device_memory_type()
+{
+    return GpuRuntime::instance().vendor() == Vendor::Hip ? UCS_MEMORY_TYPE_ROCM : UCS_MEMORY_TYPE_CUDA;
+}
+
 GdrDecision check_gdr(transport::UcxMemoryApi *ucx, const std::string &ucx_why, GdrInputs in,
                       const WithDeviceRange &with_range)
 {
@@ -31,7 +37,7 @@ GdrDecision check_gdr(transport::UcxMemoryApi *ucx, const std::string &ucx_why, 
         in.ucx_cuda = Answer::Unknown;
         in.ucx_why = std::string("ucp_context_query: ") + ucs_status_string(st);
     } else {
-        in.ucx_cuda = (types & UCS_BIT(UCS_MEMORY_TYPE_CUDA)) ? Answer::Yes : Answer::No;
+        in.ucx_cuda = (types & UCS_BIT(device_memory_type())) ? Answer::Yes : Answer::No;
         in.ucx_why = "its memory types: " + type_list(types);
     }
     if (!gdr_probe_worthwhile(in)) return decide_gdr(in);
@@ -41,7 +47,7 @@ GdrDecision check_gdr(transport::UcxMemoryApi *ucx, const std::string &ucx_why, 
     const Status st_range = with_range(kGdrProbeBytes, [&](void *address) {
         allocated = true;
         std::unique_ptr<transport::RegisteredRange> range;
-        registered = transport::RegisteredRange::create(*ucx, address, kGdrProbeBytes, UCS_MEMORY_TYPE_CUDA, &range);
+        registered = transport::RegisteredRange::create(*ucx, address, kGdrProbeBytes, device_memory_type(), &range);
         return registered;
     });
     if (!allocated) {

@@ -25,6 +25,10 @@ constexpr size_t kGdrProbeBytes = 4096;
 // Status: the allocation's failure, or use's.
 using WithDeviceRange = std::function<Status(size_t length, const std::function<Status(void *address)> &use)>;
 
+// UCX's memory type for device memory of this process's GPU runtime: ROCM under HIP,
+// CUDA otherwise.
+ucs_memory_type_t device_memory_type();
+
 // in: the NIC, GPU, path and allowed level; the rest is filled here. ucx null: no UCX
 // (ucx_why says why: not offered, or its start failed).
 GdrDecision check_gdr(transport::UcxMemoryApi *ucx, const std::string &ucx_why, GdrInputs in,

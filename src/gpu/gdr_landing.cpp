@@ -1,6 +1,6 @@
 #include "gpu/gdr_landing.h"
 
-#include "gpu/cuda_driver.h"
+#include "gpu/gpu_runtime.h"
 
 namespace gpurdma::gpu {
 

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "exec/channel_release.h"
+#include "gpu/gdr_check.h"
 
 namespace gpurdma::gpu {
 
@@ -14,12 +15,12 @@ Status GpuLanding::create(CUcontext ctx, transport::UcxChannels &channels, bool 
     if (!allocated.is_ok()) return allocated;
     void *base = landing->memory_->data();
     auto to_host = [ctx](void *dst, const void *src, size_t bytes, std::string *why) {
-        const Status st = CudaDriver::instance().copy(dst, src, bytes, ctx);
+        const Status st = GpuRuntime::instance().copy(dst, src, bytes, ctx);
         if (!st.is_ok()) *why = st.message();
         return st.is_ok();
     };
     const Status offered =
-        channels.offer_landing(base, register_as_host ? UCS_MEMORY_TYPE_HOST : UCS_MEMORY_TYPE_CUDA, to_host);
+        channels.offer_landing(base, register_as_host ? UCS_MEMORY_TYPE_HOST : device_memory_type(), to_host);
     if (!offered.is_ok()) {
         landing->withdraw();  // whatever part of it was done; the destructor frees the memory
         return offered;

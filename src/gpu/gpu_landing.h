@@ -12,8 +12,8 @@
 #include "base/noncopyable.h"
 #include "base/status.h"
 #include "exec/progress.h"
-#include "gpu/cuda_driver.h"
 #include "gpu/device_memory.h"
+#include "gpu/gpu_runtime.h"
 #include "transport/transport.h"
 #include "transport/ucx_channels.h"
 

@@ -10,7 +10,7 @@ constexpr unsigned kRegisterDeviceMap = 2;  // CU_MEMHOSTREGISTER_DEVICEMAP
 
 Status HostRegistration::create(CUcontext ctx, const void *base, size_t bytes, std::unique_ptr<HostRegistration> *out)
 {
-    const auto &d = CudaDriver::instance();
+    const auto &d = GpuRuntime::instance();
     const auto &a = d.api();
     if (!d.available()) return Status::unsupported(d.why_unavailable());
     if (!a.mem_host_register || !a.mem_host_unregister || !a.mem_host_get_device_pointer)
@@ -33,7 +33,7 @@ Status HostRegistration::create(CUcontext ctx, const void *base, size_t bytes, s
 HostRegistration::~HostRegistration()
 {
     ContextScope scope(ctx_);
-    CudaDriver::instance().api().mem_host_unregister(const_cast<char *>(base_));
+    GpuRuntime::instance().api().mem_host_unregister(const_cast<char *>(base_));
 }
 
 }  // namespace gpurdma::gpu

@@ -6,7 +6,7 @@ IpcCache::Ops IpcCache::cuda_ops(CUcontext ctx)
 {
     Ops ops;
     ops.open = [ctx](const CUipcMemHandle &h, uintptr_t *base) {
-        const auto &d = CudaDriver::instance();
+        const auto &d = GpuRuntime::instance();
         if (!d.api().ipc_open_mem_handle)
             return Status::error(GPURDMA_ERR_TRANSPORT, "CUDA driver lacks cuIpcOpenMemHandle");
         ContextScope scope(ctx);
@@ -18,7 +18,7 @@ IpcCache::Ops IpcCache::cuda_ops(CUcontext ctx)
     };
     ops.close = [ctx](uintptr_t base) {
         ContextScope scope(ctx);
-        CudaDriver::instance().api().ipc_close_mem_handle(static_cast<CUdeviceptr>(base));
+        GpuRuntime::instance().api().ipc_close_mem_handle(static_cast<CUdeviceptr>(base));
     };
     return ops;
 }

@@ -19,15 +19,18 @@ Status cannot_load(const std::string &why)
 
 Status ReduceKernels::load(CUcontext ctx, std::unique_ptr<ReduceKernels> *kernels)
 {
-    const auto &d = CudaDriver::instance();
+    const auto &d = GpuRuntime::instance();
     const auto &a = d.api();
-    EmbeddedImage image = embedded_kernels();
     if (!d.available()) return cannot_load(d.why_unavailable());
+    const bool hip = d.vendor() == Vendor::Hip;
+    EmbeddedImage image = hip ? embedded_hip_kernels() : embedded_kernels();
     if (!image.size && a.stand_in_kernel_image) a.stand_in_kernel_image(&image.data, &image.size);
-    if (!image.size) return cannot_load("built without CUDA kernels (configure found no nvcc)");
+    if (!image.size)
+        return cannot_load(hip ? "built without AMD GPU kernels (configure found no hipcc)"
+                               : "built without CUDA kernels (configure found no nvcc)");
     if (!a.module_load_data || !a.module_get_function || !a.launch_kernel || !a.device_get_attribute ||
         !a.ctx_get_device || !a.module_unload)
-        return cannot_load("CUDA driver lacks module/launch entry points");
+        return cannot_load(std::string(d.vendor_name()) + " runtime lacks module/launch entry points");
     ContextScope scope(ctx);
     CUdevice dev = 0;
     int rc = a.ctx_get_device(&dev);
@@ -38,7 +41,9 @@ Status ReduceKernels::load(CUcontext ctx, std::unique_ptr<ReduceKernels> *kernel
     CUmodule module = nullptr;
     rc = a.module_load_data(&module, image.data);
     if (rc != 0)
-        return cannot_load(d.error_text("cuModuleLoadData (embedded sm_80/sm_90/sm_100 + compute_90 fatbin)", rc));
+        return cannot_load(d.error_text(hip ? "cuModuleLoadData (embedded gfx90a/gfx942 code objects)"
+                                            : "cuModuleLoadData (embedded sm_80/sm_90/sm_100 + compute_90 fatbin)",
+                                        rc));
     kernels->reset(new ReduceKernels(ctx, module, sms));
     return Status::ok();
 }
@@ -46,7 +51,7 @@ Status ReduceKernels::load(CUcontext ctx, std::unique_ptr<ReduceKernels> *kernel
 ReduceKernels::~ReduceKernels()
 {
     ContextScope scope(ctx_);
-    CudaDriver::instance().api().module_unload(module_);
+    GpuRuntime::instance().api().module_unload(module_);
 }
 
 Status ReduceKernels::function(gpurdma_op_t op, gpurdma_dtype_t dtype, CUfunction *f)
@@ -58,7 +63,7 @@ Status ReduceKernels::function(gpurdma_op_t op, gpurdma_dtype_t dtype, CUfunctio
     if (!cached) {
         char name[32];
         reduce::device::kernel_name(op, dtype, name);
-        const auto &d = CudaDriver::instance();
+        const auto &d = GpuRuntime::instance();
         const int rc = d.api().module_get_function(&cached, module_, name);
         if (rc != 0) {
             cached = nullptr;
@@ -100,7 +105,7 @@ Status ReduceKernels::reduce_on_grid(gpurdma_op_t op, gpurdma_dtype_t dtype, voi
     args.nsrc = nsrc;
     void *params[] = {&args};
     ContextScope scope(ctx_);
-    const auto &d = CudaDriver::instance();
+    const auto &d = GpuRuntime::instance();
     const int rc = d.api().launch_kernel(f, blocks, 1, 1, threads, 1, 1, 0, stream, params, nullptr);
     if (rc != 0) return d.failure("cuLaunchKernel(reduce)", rc);
     return Status::ok();

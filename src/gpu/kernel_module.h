@@ -1,7 +1,8 @@
-// The kernel loader: the reduction kernels on one CUDA context, from the fatbin that
-// nvcc built and fatbin_blob.cpp embeds, loaded with cuModuleLoadData; kernels looked
-// up by name once, launched with cuLaunchKernel on a grid sized to the device.
-// Unloaded in the destructor.
+// The kernel loader: the reduction kernels on one context, from the image that the
+// vendor's compiler built and fatbin_blob.cpp embeds (nvcc's fatbin under CUDA, hipcc's
+// code-object bundle under HIP), loaded with cuModuleLoadData (hipModuleLoadData);
+// kernels looked up by name once, launched on a grid sized to the device. Unloaded in
+// the destructor.
 #pragma once
 
 #include <array>
@@ -10,7 +11,7 @@
 
 #include "base/noncopyable.h"
 #include "base/status.h"
-#include "gpu/cuda_driver.h"
+#include "gpu/gpu_runtime.h"
 #include "gpurdma/gpurdma.h"
 
 namespace gpurdma::gpu {
@@ -20,8 +21,10 @@ struct EmbeddedImage {
     size_t size;
 };
 
-// The fatbin built by nvcc at build time ({nullptr, 0} in a host-only build).
+// The fatbin built by nvcc at build time ({nullptr, 0} in a build without nvcc).
 EmbeddedImage embedded_kernels();
+// The AMD code objects (a clang offload bundle) built by hipcc ({nullptr, 0} without hipcc).
+EmbeddedImage embedded_hip_kernels();
 
 class ReduceKernels : private NonCopyable {
 public:

@@ -13,7 +13,7 @@ constexpr size_t kAlign = 64;
 
 PinnedBuffer::PinnedBuffer(size_t bytes, CUcontext ctx, std::string *why) : bytes_(bytes), ctx_(ctx)
 {
-    const auto &d = CudaDriver::instance();
+    const auto &d = GpuRuntime::instance();
     std::string reason;
     if (!d.available()) {
         reason = d.why_unavailable();
@@ -45,7 +45,7 @@ PinnedBuffer::~PinnedBuffer()
         return;
     }
     ContextScope scope(ctx_);
-    CudaDriver::instance().api().mem_free_host(data_);
+    GpuRuntime::instance().api().mem_free_host(data_);
 }
 
 }  // namespace gpurdma::gpu

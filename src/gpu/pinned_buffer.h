@@ -10,7 +10,7 @@
 #include <string>
 
 #include "base/noncopyable.h"
-#include "gpu/cuda_driver.h"
+#include "gpu/gpu_runtime.h"
 
 namespace gpurdma::gpu {
 

@@ -4,7 +4,7 @@ namespace gpurdma::gpu {
 
 Status Stream::create(CUcontext ctx, std::unique_ptr<Stream> *out)
 {
-    const auto &d = CudaDriver::instance();
+    const auto &d = GpuRuntime::instance();
     const auto &a = d.api();
     if (!d.available()) return Status::unsupported(d.why_unavailable());
     if (!a.stream_create || !a.stream_destroy || !a.stream_query)
@@ -20,12 +20,12 @@ Status Stream::create(CUcontext ctx, std::unique_ptr<Stream> *out)
 Stream::~Stream()
 {
     ContextScope scope(ctx_);
-    CudaDriver::instance().api().stream_destroy(stream_);
+    GpuRuntime::instance().api().stream_destroy(stream_);
 }
 
 Status Stream::done(bool *finished) const
 {
-    const auto &d = CudaDriver::instance();
+    const auto &d = GpuRuntime::instance();
     ContextScope scope(ctx_);
     const int rc = d.api().stream_query(stream_);
     if (rc != 0 && rc != kErrorNotReady) return d.failure("cuStreamQuery", rc);

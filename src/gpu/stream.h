@@ -8,7 +8,7 @@
 
 #include "base/noncopyable.h"
 #include "base/status.h"
-#include "gpu/cuda_driver.h"
+#include "gpu/gpu_runtime.h"
 
 namespace gpurdma::gpu {
 

@@ -30,7 +30,7 @@ bool UnitWork::on_device(const void *p) const
 
 Status UnitWork::queued(int rc, const char *call)
 {
-    if (rc != 0) return CudaDriver::instance().failure(call, rc);
+    if (rc != 0) return GpuRuntime::instance().failure(call, rc);
     return fence_.record();
 }
 
@@ -46,7 +46,7 @@ Status UnitWork::copy(void *dst, const void *src, size_t bytes)
         return exec::HostLocalWork::instance().copy(dst, src, bytes);  // the rail's, in the chunk
     }
     if (dst == src) return Status::ok();
-    const auto &a = CudaDriver::instance().api();
+    const auto &a = GpuRuntime::instance().api();
     ContextScope scope(ctx_);
     const auto d = reinterpret_cast<CUdeviceptr>(dst);
     const auto s = reinterpret_cast<CUdeviceptr>(src);

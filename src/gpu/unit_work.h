@@ -14,8 +14,8 @@
 #include "base/status.h"
 #include "exec/local_work.h"
 #include "gpu/copy_fence.h"
-#include "gpu/cuda_driver.h"
 #include "gpu/device_rail_work.h"
+#include "gpu/gpu_runtime.h"
 #include "gpu/kernel_module.h"
 
 namespace gpurdma::gpu {

@@ -65,7 +65,9 @@ static_assert(detail::complex_matches_c<double>());
 static_assert(detail::complex_matches_c<long double>());
 static_assert(sizeof(Half<void>) == 2 && alignof(Half<void>) == 2);
 
-#if defined(__x86_64__)
+// (Not in hipcc's device pass: it sees the host's macros, with AMDGPU's 8-byte long
+// double; the device has no long double kernels.)
+#if defined(__x86_64__) && !defined(__HIP_DEVICE_COMPILE__)
 // The sizes the x86-64 System V ABI gives the C pair structs; buffers cross the
 // C API (and the network) as raw bytes, so these must not drift.
 static_assert(sizeof(ValueIndex<float>) == 8);

@@ -14,7 +14,7 @@
 #include "gpurdma/gpurdma.h"
 #include "reduce/element_types.h"
 
-#if defined(__CUDACC__)
+#if defined(__CUDACC__) || defined(__HIP__)
 #define GPURDMA_HD __host__ __device__
 #else
 #define GPURDMA_HD
@@ -43,7 +43,8 @@ template <typename T> GPURDMA_HD inline bool sign_bit(T x)
 // a * b rounded on its own, never fused with a following add. The host build forbids
 // contraction (-ffp-contract=off) and builds nothing that adds products for an ISA
 // with FMA (kernel_loops.h); nvcc contracts by default (--fmad=true), and its _rn
-// intrinsics are the products it never fuses.
+// intrinsics are the products it never fuses. hipcc (clang) builds the AMD code objects
+// with -ffp-contract=off, as the host (Makefile.am).
 template <typename T> GPURDMA_HD inline T mul_rounded(T a, T b)
 {
 #if defined(__CUDA_ARCH__)

@@ -6,7 +6,14 @@
 // fixed order (source 0 first = lower rank first), so floats are identical on every
 // rank that copies the result. One extern "C" entry per (op, dtype), with a plain
 // name the host builds from the enum values (reduce_device.h).
+#if defined(__HIP__)
+// The same source through hipcc (clang) for AMD GPUs: HIP spells the half intrinsics
+// and uint4 as CUDA does.
+#include <hip/hip_fp16.h>
+#include <hip/hip_runtime.h>
+#else
 #include <cuda_fp16.h>
+#endif
 
 #include <cstdint>
 

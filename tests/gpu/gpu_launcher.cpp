@@ -3,7 +3,7 @@
 //
 //   gpu_launcher --mode host   [--np 2,4] [--max-bytes N] [--verbose V]
 //   gpu_launcher --mode device [--np 2,4] [--max-bytes N] [--expect-device] [--bench]
-//   gpu_launcher --mode probe   (exit 0 if a CUDA driver and GPU are usable, 77 if not)
+//   gpu_launcher --mode probe   (exit 0 if a GPU runtime (CUDA, else HIP) and a GPU are usable, 77 if not)
 //   logical nodes (the hierarchical device path on one machine):
 //     [--logical-nodes K|a,b,c] [--algorithm auto|hier|...] [--chunk-size N]
 //     [--stop-rank R]: instead of the checks, rank R stops in the middle of a large
@@ -58,6 +58,7 @@
 // every supported op x type at a few sizes, SUM on float and int32 at every power-of-4
 // size up to --max-bytes, in place and not, and with --bench prints bus bandwidth
 // beside the device's own copy bandwidth. Exit status 0 only if every check passed.
+#include <dlfcn.h>
 #include <sched.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -75,7 +76,7 @@
 #include <string>
 #include <vector>
 
-#include "gpu/cuda_driver.h"
+#include "gpu/gpu_runtime.h"
 #include "gpurdma/gpurdma.h"
 #include "reference.h"
 #include "support/fork_ranks.h"
@@ -83,8 +84,8 @@
 namespace {
 
 using Clock = std::chrono::steady_clock;
-using gpurdma::gpu::CudaDriver;
 using gpurdma::gpu::CUdeviceptr;
+using gpurdma::gpu::GpuRuntime;
 using namespace gpurdma::launcher;  // fill, same, digest: the host reference
 
 struct Options {
@@ -149,7 +150,7 @@ struct Rank {
     bool ensure_device(size_t bytes)
     {
         if (bytes <= dbytes) return true;
-        const auto &api = CudaDriver::instance().api();
+        const auto &api = GpuRuntime::instance().api();
         if (dsend) api.mem_free(dsend);
         if (drecv) api.mem_free(drecv);
         dsend = drecv = 0;
@@ -223,7 +224,7 @@ struct Rank {
         const char *how = in_place ? ", in place" : "";
         std::string problem;
         if (device) {
-            const auto &api = CudaDriver::instance().api();
+            const auto &api = GpuRuntime::instance().api();
             if (ensure_device(bytes ? bytes : 1)) {
                 api.memcpy_sync(in_place ? drecv : dsend, reinterpret_cast<CUdeviceptr>(mine.data()), bytes);
                 // As in put(): left landing unless --fills-land.
@@ -344,7 +345,7 @@ struct Rank {
             bw.main = 5.0 * bytes / std::chrono::duration<double>(Clock::now() - t0).count();
             return bw;
         }
-        const auto &api = CudaDriver::instance().api();
+        const auto &api = GpuRuntime::instance().api();
         ensure_device(bytes);
         gpurdma::gpu::CUstream st = nullptr;
         api.stream_create(&st, gpurdma::gpu::kStreamNonBlocking);
@@ -393,11 +394,11 @@ struct Rank {
             b->host.assign(std::max<size_t>(bytes, 1), 0);
             return true;
         }
-        return CudaDriver::instance().api().mem_alloc(&b->dptr, std::max<size_t>(bytes, 1)) == 0;
+        return GpuRuntime::instance().api().mem_alloc(&b->dptr, std::max<size_t>(bytes, 1)) == 0;
     }
     void release(Buffer *b)
     {
-        if (b->device && b->dptr) CudaDriver::instance().api().mem_free(b->dptr);
+        if (b->device && b->dptr) GpuRuntime::instance().api().mem_free(b->dptr);
         b->dptr = 0;
     }
     void put(Buffer *b, const std::vector<char> &data)
@@ -407,7 +408,7 @@ struct Rank {
             // From pageable memory cuMemcpy returns before the bytes land: gpurdma waits for
             // them as the call begins (gpu/default_streams.h), which is what the checks test
             // (--fills-land: they land here first, as after an application's own wait).
-            const auto &api = CudaDriver::instance().api();
+            const auto &api = GpuRuntime::instance().api();
             api.memcpy_sync(b->dptr, reinterpret_cast<CUdeviceptr>(data.data()), data.size());
             if (opt.fills_land)
                 api.stream_synchronize(reinterpret_cast<gpurdma::gpu::CUstream>(0x1));  // CU_STREAM_LEGACY
@@ -418,7 +419,7 @@ struct Rank {
         std::vector<char> out(b->bytes);
         if (!b->device) std::memcpy(out.data(), b->host.data(), b->bytes);
         else if (b->bytes)
-            CudaDriver::instance().api().memcpy_sync(reinterpret_cast<CUdeviceptr>(out.data()), b->dptr, b->bytes);
+            GpuRuntime::instance().api().memcpy_sync(reinterpret_cast<CUdeviceptr>(out.data()), b->dptr, b->bytes);
         return out;
     }
 
@@ -827,7 +828,7 @@ struct Rank {
         gpurdma::gpu::CUcontext cu_ctx = nullptr;
         gpurdma::gpu::CUdevice dev = 0;
         if (opt.device) {
-            const auto &drv = CudaDriver::instance();
+            const auto &drv = GpuRuntime::instance();
             if (!drv.available()) {
                 say("FAIL rank %d: %s\n", rank, drv.why_unavailable().c_str());
                 return 1;
@@ -962,13 +963,37 @@ struct Rank {
     {
         gpurdma_comm_destroy(comm);
         gpurdma_context_destroy(ctx);
+        // HIP keeps a failed call's error as the thread's last error, which applications
+        // read (hipGetLastError after their own calls): gpurdma's queries of host buffers,
+        // which HIP 5 fails, must not leave one behind.
+        if (opt.device && GpuRuntime::instance().vendor() == gpurdma::gpu::Vendor::Hip) {
+            const int last = hip_last_error();
+            if (last != 0) {
+                say("FAIL rank %d: hipGetLastError says %d after gpurdma's calls (gpurdma left its own error)\n", rank,
+                    last);
+                rc = 1;
+            }
+        }
         if (opt.device) {
-            const auto &api = CudaDriver::instance().api();
+            const auto &api = GpuRuntime::instance().api();
             if (dsend) api.mem_free(dsend);
             if (drecv) api.mem_free(drecv);
             api.primary_ctx_release(dev);
         }
         return rc;
+    }
+
+    static int hip_last_error()
+    {
+        for (const char *name : {"libamdhip64.so.6", "libamdhip64.so.5", "libamdhip64.so"}) {
+            void *lib = dlopen(name, RTLD_NOW | RTLD_NOLOAD);
+            if (!lib) continue;
+            auto get = reinterpret_cast<int (*)()>(dlsym(lib, "hipGetLastError"));
+            const int rc = get ? get() : 0;
+            dlclose(lib);
+            return rc;
+        }
+        return 0;
     }
 
     // One good call (the set-up), then rank stop_rank stops in the middle of the next
@@ -1181,7 +1206,7 @@ int main(int argc, char **argv)
         return 2;
     }
     if (opt.probe) {  // in this process only: the ranks are forked before any CUDA call
-        const auto &drv = CudaDriver::instance();
+        const auto &drv = GpuRuntime::instance();
         int version = 0;
         if (drv.available() && drv.api().driver_get_version) drv.api().driver_get_version(&version);
         if (!drv.available()) {
@@ -1197,9 +1222,12 @@ int main(int argc, char **argv)
             if (drv.api().device_get_attribute(&ordering, gpurdma::gpu::kDevAttrGdrWritesOrdering, dev) != 0)
                 ordering = -1;
         }
-        std::printf(
-            "CUDA driver %d.%d; GPU 0: GPUDirect RDMA supported %d, its writes' flush options %d, ordering %d\n",
-            version / 1000, version % 1000 / 10, gdr, flush, ordering);
+        if (drv.vendor() == gpurdma::gpu::Vendor::Hip)
+            std::printf("HIP runtime %d.%d (%d); GPU 0\n", version / 10000000, version / 100000 % 100, version);
+        else
+            std::printf(
+                "CUDA driver %d.%d; GPU 0: GPUDirect RDMA supported %d, its writes' flush options %d, ordering %d\n",
+                version / 1000, version % 1000 / 10, gdr, flush, ordering);
         return drv.available() ? 0 : 77;
     }
     int failed = 0;

@@ -25,7 +25,7 @@
 #include <string>
 #include <vector>
 
-#include "gpu/cuda_driver.h"
+#include "gpu/gpu_runtime.h"
 #include "gpu/kernel_module.h"
 #include "gpurdma/gpurdma.h"
 #include "reduce/reduce_device.h"
@@ -197,9 +197,9 @@ int main(int argc, char **argv)
         if (std::strcmp(argv[i], "--seed") == 0) seed = std::strtoull(argv[i + 1], nullptr, 10);
         else if (std::strcmp(argv[i], "--cases-per-pair") == 0) cases = std::atoi(argv[i + 1]);
     }
-    const auto &drv = gpu::CudaDriver::instance();
+    const auto &drv = gpu::GpuRuntime::instance();
     if (!drv.available()) {
-        std::printf("FAIL kernel_check: no CUDA driver: %s\n", drv.why_unavailable().c_str());
+        std::printf("FAIL kernel_check: no GPU runtime: %s\n", drv.why_unavailable().c_str());
         return 1;
     }
     const auto &api = drv.api();
@@ -249,8 +249,18 @@ int main(int argc, char **argv)
         std::printf(
             "kernel_check: %d (op, type) pairs, %ld launches (1-16 sources, in place and apart, vector and "
             "grid-stride boundaries, every element misalignment below 16 bytes, 5 grids), %ld mismatches, "
-            "seed %llu\n",
-            pairs, c.launches, c.mismatches, seed);
+            "seed %llu, through %s\n",
+            pairs, c.launches, c.mismatches, seed, drv.vendor_name());
+        // Which image the kernels were looked up in: the build's own, or (a build without
+        // the vendor's compiler) the stand-in's.
+        const gpu::EmbeddedImage image =
+            drv.vendor() == gpu::Vendor::Hip ? gpu::embedded_hip_kernels() : gpu::embedded_kernels();
+        if (image.size)
+            std::printf("kernel_check: kernels from the embedded %s (%zu bytes)\n",
+                        drv.vendor() == gpu::Vendor::Hip ? "AMD code objects" : "fatbin", image.size);
+        else
+            std::printf("kernel_check: kernels from the stand-in's image (no %s in this build)\n",
+                        drv.vendor() == gpu::Vendor::Hip ? "hipcc" : "nvcc");
     }
     api.primary_ctx_release(dev);
     return failed;

@@ -63,7 +63,7 @@
 
 #include "persistent_allreduce.h"
 
-#include "cuda_driver.h" /* cu, cuda_open, cuda_must: the driver, loaded at run time */
+#include "gpu_driver.h" /* cu, gpu_open, gpu_must: the driver, loaded at run time */
 
 /* ------------------------------------------------------------------ one case */
 
@@ -87,7 +87,7 @@ static void to_buffer(devptr dst, const void *src, size_t bytes, const char *wha
     if (g_host_buffers)
         memcpy((void *)(uintptr_t)dst, src, bytes);
     else
-        cuda_must(cu.htod(dst, src, bytes), what);
+        gpu_must(cu.htod(dst, src, bytes), what);
 }
 
 static void from_buffer(void *dst, devptr src, size_t bytes, const char *what)
@@ -95,7 +95,7 @@ static void from_buffer(void *dst, devptr src, size_t bytes, const char *what)
     if (g_host_buffers)
         memcpy(dst, (const void *)(uintptr_t)src, bytes);
     else
-        cuda_must(cu.dtoh(dst, src, bytes), what);
+        gpu_must(cu.dtoh(dst, src, bytes), what);
 }
 
 static devptr buffer_alloc(size_t bytes, const char *what)
@@ -104,7 +104,7 @@ static devptr buffer_alloc(size_t bytes, const char *what)
     if (g_host_buffers)
         p = (devptr)(uintptr_t)xmalloc(bytes);
     else
-        cuda_must(cu.mem_alloc(&p, bytes), what);
+        gpu_must(cu.mem_alloc(&p, bytes), what);
     return p;
 }
 
@@ -113,7 +113,7 @@ static void buffer_free(devptr p)
     if (g_host_buffers)
         free((void *)(uintptr_t)p);
     else
-        cuda_must(cu.mem_free(p), "cuMemFree");
+        gpu_must(cu.mem_free(p), "cuMemFree");
 }
 static bool g_quick;
 /* --blocking-only: the MPI's gpurdma takes MPI_Allreduce alone (the MPICH interposer);
@@ -517,7 +517,7 @@ int main(int argc, char **argv)
 
     /* Every rank needs a device, or all skip together. */
     char why[256] = "";
-    int have = cuda_open(device_per_rank, local_rank, why, sizeof why), all_have = 0;
+    int have = gpu_open(device_per_rank, local_rank, why, sizeof why), all_have = 0;
     MPI_Allreduce(&have, &all_have, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
     if (!all_have) {
         if (!have)
@@ -541,8 +541,8 @@ int main(int argc, char **argv)
     g_out = xmalloc(room);
     g_scratch = xmalloc(room);
     if (g_world_rank == 0) {
-        printf(PROGRAM ": %d ranks, device buffers up to %zu bytes, persistent: %s\n", g_size, g_max_bytes,
-               HAVE_PERSISTENT ? "yes" : "no (this MPI has no persistent allreduce)");
+        printf(PROGRAM ": %d ranks, device buffers up to %zu bytes (%s), persistent: %s\n", g_size, g_max_bytes,
+               cu.hip ? "HIP" : "CUDA", HAVE_PERSISTENT ? "yes" : "no (this MPI has no persistent allreduce)");
         fflush(stdout);
     }
 

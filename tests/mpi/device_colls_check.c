@@ -3,7 +3,7 @@
  * zero), MPI_Allgather, MPI_Bcast and MPI_Reduce (every root), blocking and nonblocking,
  * in place and not, on GPU device buffers under mpirun.
  *
- * The CUDA driver is loaded at run time (cuda_driver.h: on a machine without a GPU, the
+ * The CUDA driver is loaded at run time (gpu_driver.h: on a machine without a GPU, the
  * stand-in tests/gpu/fake_cuda.cpp through LD_LIBRARY_PATH). Inputs: MPI_INT with
  * MPI_SUM (wrapping) and MPI_FLOAT with MPI_MAX, exact in any order, at 1, 7, 1031
  * elements and --max-bytes / 4 + 3 per rank. Each result must equal the reference
@@ -35,7 +35,7 @@
 #define GUARD_FILL 0x5A
 
 #include "check_common.h" /* fail, xmalloc, check_totals, check_finish */
-#include "cuda_driver.h" /* cu, cuda_open, cuda_must */
+#include "gpu_driver.h" /* cu, gpu_open, gpu_must */
 #include "pvars.h"
 
 static MPI_Comm g_comm;
@@ -88,27 +88,27 @@ static void to_buffer(devptr dst, const void *src, size_t bytes)
 {
     if (!bytes) return;
     if (g_host_buffers) memcpy((void *)(uintptr_t)dst, src, bytes);
-    else cuda_must(cu.htod(dst, src, bytes), "cuMemcpyHtoD");
+    else gpu_must(cu.htod(dst, src, bytes), "cuMemcpyHtoD");
 }
 
 static void from_buffer(void *dst, devptr src, size_t bytes)
 {
     if (g_host_buffers) memcpy(dst, (const void *)(uintptr_t)src, bytes);
-    else cuda_must(cu.dtoh(dst, src, bytes), "cuMemcpyDtoH");
+    else gpu_must(cu.dtoh(dst, src, bytes), "cuMemcpyDtoH");
 }
 
 static devptr buffer_alloc(size_t bytes)
 {
     devptr p = 0;
     if (g_host_buffers) p = (devptr)(uintptr_t)xmalloc(bytes);
-    else cuda_must(cu.mem_alloc(&p, bytes), "cuMemAlloc");
+    else gpu_must(cu.mem_alloc(&p, bytes), "cuMemAlloc");
     return p;
 }
 
 static void buffer_free(devptr p)
 {
     if (g_host_buffers) free((void *)(uintptr_t)p);
-    else cuda_must(cu.mem_free(p), "cuMemFree");
+    else gpu_must(cu.mem_free(p), "cuMemFree");
 }
 
 /* One call: inputs set, the call made (blocking or not), the receive span checked. */
@@ -271,7 +271,7 @@ int main(int argc, char **argv)
     MPI_Comm_rank(local, &local_rank);
     MPI_Comm_free(&local);
     char why[256] = "";
-    int have = cuda_open(false, local_rank, why, sizeof why), all_have = 0;
+    int have = gpu_open(false, local_rank, why, sizeof why), all_have = 0;
     MPI_Allreduce(&have, &all_have, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
     if (!all_have) {
         if (!have) printf("SKIP " PROGRAM " [world rank %d]: %s\n", g_world_rank, why);
@@ -280,6 +280,10 @@ int main(int argc, char **argv)
         MPI_T_finalize();
         MPI_Finalize();
         return 77;
+    }
+    if (g_world_rank == 0) {
+        printf(PROGRAM ": %d ranks, device buffers through %s\n", g_size, cu.hip ? "HIP" : "CUDA");
+        fflush(stdout);
     }
     const size_t big = g_max_bytes / 4 + 3;
     /* The largest vector: reduce-scatter's uneven parts over every rank. */

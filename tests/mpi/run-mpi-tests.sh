@@ -291,6 +291,22 @@ run_retry "lifecycle np=2 over UCX tcp" used 600 UCX_TLS=tcp -- -np 2 "${on[@]}"
             used 120 -- -np 3 "${set_up[@]}" "$bin/setup_wait_check" --compute 3
         USED_PATTERN="device buffers across nodes" run "device set-up while a node peer computes, 2x2" used 120 -- \
             -np 4 "${set_up[@]}" --mca coll_gpurdma_logical_nodes 2 "$bin/setup_wait_check" --compute 3
+        # The same through HIP (AMD GPUs): only the stand-in HIP runtime on the path
+        # (tests/gpu/fake_hip.cpp; no libcuda.so.1), so the component and the test pick
+        # HIP as on an AMD node; where hipcc built the AMD code objects, the kernels are
+        # looked up in them.
+        fake_hip=$build/tests/gpu/fake-hip
+        if [ ${#device_x[@]} -gt 0 ] && [ -f "$fake_hip/libamdhip64.so.5" ]; then
+            hip_on=("${on[@]}" -x "LD_LIBRARY_PATH=$fake_hip${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+                -x GPURDMA_FAKE_CUDA_LEAKS=1 --mca coll_gpurdma_timeout 20 --mca coll_gpurdma_chunk_size 16384)
+            USED_PATTERN="device buffers up to [0-9]* bytes (HIP)" run "HIP: device buffers 2x2 logical nodes" used 120 -- \
+                -np 4 "${hip_on[@]}" --mca coll_gpurdma_logical_nodes 2 "$bin/device_check" --max-bytes 262144 \
+                --expect-device
+            USED_PATTERN="device buffers through HIP" run \
+                "HIP: reduce-scatter/allgather/bcast/reduce on device buffers one node np=3, on the GPU" used 120 \
+                -- -np 3 "${hip_on[@]}" --mca coll_gpurdma_device_stage_max 0 "$bin/device_colls_check" \
+                --max-bytes 262144 --expect-device
+        fi
     fi
 }
 

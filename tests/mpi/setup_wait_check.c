@@ -16,7 +16,7 @@
  * every rank; the compute time is below the timeout (--compute is set to about 0.6 x
  * coll_gpurdma_timeout by the caller), so nothing may time out: only polling time counts.
  *
- * The CUDA driver is loaded at run time (cuda_driver.h; the stand-in without a GPU).
+ * The CUDA driver is loaded at run time (gpu_driver.h; the stand-in without a GPU).
  * Exit status: 0 if every check passed, 1 on any failure, 77 (SKIP) without a driver.
  *
  * Usage: setup_wait_check [--compute SECONDS] [--calls N] [--count N]
@@ -33,7 +33,7 @@
 
 #define PROGRAM "setup_wait_check"
 #include "check_common.h"
-#include "cuda_driver.h"
+#include "gpu_driver.h"
 
 static double now_s(void)
 {
@@ -75,7 +75,7 @@ int main(int argc, char **argv)
         return 77;
     }
     char why[256] = "";
-    int have = cuda_open(false, 0, why, sizeof why) ? 1 : 0, all_have = 0;
+    int have = gpu_open(false, 0, why, sizeof why) ? 1 : 0, all_have = 0;
     MPI_Allreduce(&have, &all_have, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
     if (!all_have) {
         if (g_world_rank == 0)
@@ -104,9 +104,9 @@ int main(int argc, char **argv)
         MPI_Comm_size(a, &a_size);
         for (int i = 0; i < count; i++)
             host[i] = (float)((g_world_rank + 1) * (i % 1000));
-        cuda_must(cu.mem_alloc(&dsend, bytes), "cuMemAlloc (send)");
-        cuda_must(cu.mem_alloc(&drecv, bytes), "cuMemAlloc (recv)");
-        cuda_must(cu.htod(dsend, host, bytes), "cuMemcpyHtoD");
+        gpu_must(cu.mem_alloc(&dsend, bytes), "cuMemAlloc (send)");
+        gpu_must(cu.mem_alloc(&drecv, bytes), "cuMemAlloc (recv)");
+        gpu_must(cu.htod(dsend, host, bytes), "cuMemcpyHtoD");
     }
     double t0 = 0, t_returned = 0, t_b_done = 0;
     if (g_world_rank == 1)
@@ -158,7 +158,7 @@ int main(int argc, char **argv)
     }
     if (in_a) {
         float *got = xmalloc(bytes);
-        cuda_must(cu.dtoh(got, drecv, bytes), "cuMemcpyDtoH");
+        gpu_must(cu.dtoh(got, drecv, bytes), "cuMemcpyDtoH");
         /* Sum over A's world ranks (all but 2) of (rank + 1), times i % 1000: exact in float. */
         long long factor = 0;
         for (int r = 0; r < size; r++)
@@ -173,8 +173,8 @@ int main(int argc, char **argv)
         if (!bad)
             g_passed++;
         free(got);
-        cuda_must(cu.mem_free(dsend), "cuMemFree");
-        cuda_must(cu.mem_free(drecv), "cuMemFree");
+        gpu_must(cu.mem_free(dsend), "cuMemFree");
+        gpu_must(cu.mem_free(drecv), "cuMemFree");
         MPI_Comm_free(&a);
     }
     if (in_b)

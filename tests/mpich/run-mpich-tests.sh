@@ -84,6 +84,13 @@ fi
 FALLBACK_PATTERNS=("fallback to PMPI_Allreduce (user-defined.*staged through host memory")
 run "device buffers np=2, declined calls staged" fallback 240 GPURDMA_VERBOSE=2 "${dev_env[@]}" -- -n 2 \
     "$bin/device_check" --quick --blocking-only --max-bytes 65536
+# The same through HIP: only the stand-in HIP runtime on the path (tests/gpu/fake_hip.cpp).
+if [ ${#dev_env[@]} -gt 0 ] && [ -f "$build/tests/gpu/fake-hip/libamdhip64.so.5" ]; then
+    FALLBACK_PATTERNS+=("device buffers up to [0-9]* bytes (HIP)")
+    run "HIP: device buffers np=2, declined calls staged" fallback 240 GPURDMA_VERBOSE=2 \
+        LD_LIBRARY_PATH="$build/tests/gpu/fake-hip${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" GPURDMA_FAKE_CUDA_LEAKS=1 \
+        -- -n 2 "$bin/device_check" --quick --blocking-only --max-bytes 65536
+fi
 
 # A peer that stops (SIGSTOP) or arrives late: an MPI error naming stage, peer and host
 # through the communicator's error handler, no hang.

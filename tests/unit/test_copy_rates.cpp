@@ -8,7 +8,7 @@
 
 #include "gpu/copy_rate_probe.h"
 #include "gpu/copy_rates.h"
-#include "gpu/cuda_driver.h"
+#include "gpu/gpu_runtime.h"
 
 using gpurdma::gpu::copy_gbps;
 
@@ -61,7 +61,7 @@ int step_until_done(gpurdma::gpu::CopyRateProbe &probe, gpurdma::Status *st)
 
 TEST(CopyRateProbe, WithoutADriverUnsupportedAtTheFirstStep)
 {
-    const auto &drv = gpurdma::gpu::CudaDriver::instance();
+    const auto &drv = gpurdma::gpu::GpuRuntime::instance();
     if (drv.available()) GTEST_SKIP() << "a CUDA driver is present";
     gpurdma::gpu::CopyRateProbe probe(nullptr, 65536);
     bool done = false;
@@ -76,7 +76,7 @@ TEST(CopyRateProbe, WithoutADriverUnsupportedAtTheFirstStep)
 
 TEST(CopyRateProbe, MeasuresInStepsOncePerDevice)
 {
-    const auto &drv = gpurdma::gpu::CudaDriver::instance();
+    const auto &drv = gpurdma::gpu::GpuRuntime::instance();
     if (!drv.available()) GTEST_SKIP() << "no CUDA driver: " << drv.why_unavailable();
     const auto &api = drv.api();
     gpurdma::gpu::CUdevice dev = 0;

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "config.h"
-#include "gpu/cuda_driver.h"
+#include "gpu/gpu_runtime.h"
 #include "gpu/ipc_cache.h"
 #include "gpu/kernel_module.h"
 #include "gpurdma/gpurdma.h"
@@ -73,12 +73,12 @@ TEST(DeviceKernels, FatbinIsEmbeddedWithEveryKernel)
 
 TEST(DeviceKernels, LoadDeclinesWithAReasonWithoutADriver)
 {
-    if (gpu::CudaDriver::instance().available()) GTEST_SKIP() << "a CUDA driver is present";
+    if (gpu::GpuRuntime::instance().available()) GTEST_SKIP() << "a CUDA driver is present";
     std::unique_ptr<gpu::ReduceKernels> kernels;
     const Status loaded = gpu::ReduceKernels::load(nullptr, &kernels);
     EXPECT_EQ(kernels, nullptr);
     EXPECT_FALSE(loaded.message().empty());
-    EXPECT_EQ(gpu::CudaDriver::instance().query(&kernels).kind, gpu::MemoryKind::Host);
+    EXPECT_EQ(gpu::GpuRuntime::instance().query(&kernels).kind, gpu::MemoryKind::Host);
 }
 
 // ---- IPC cache with fake open/close
@@ -161,7 +161,7 @@ TEST(IpcCache, BoundedLeastRecentlyUsedButNeverTheCurrentCall)
 
 TEST(DeviceKernels, MatchTheHostForEveryPair)
 {
-    const auto &drv = gpu::CudaDriver::instance();
+    const auto &drv = gpu::GpuRuntime::instance();
     if (!drv.available()) GTEST_SKIP() << "no GPU: " << drv.why_unavailable();
     const auto &api = drv.api();
     gpu::CUdevice dev = 0;

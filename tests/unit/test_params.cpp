@@ -84,6 +84,7 @@ TEST(Params, DefaultsComeFromTheTableAndAreValid)
     EXPECT_STREQ(c.gdr_level, "PXB");
     EXPECT_STREQ(c.ucx_tls, "");
     EXPECT_EQ(c.cuda, 1);
+    EXPECT_EQ(c.rocm, 1);
     EXPECT_EQ(c.calibrate, 0);
     EXPECT_EQ(c.ib_gid_index, -1);
     EXPECT_EQ(c.local_rank, -1);
@@ -138,6 +139,8 @@ TEST(Params, BadValuesWarnOnceAndTakeTheDefault)
     EXPECT_EQ(validate_one(&c), "coll_gpurdma_calibrate=7 is not 0 or 1; using 0");
     c.cuda = -1;
     EXPECT_EQ(validate_one(&c), "coll_gpurdma_cuda=-1 is not 0 or 1; using 1");
+    c.rocm = 2;
+    EXPECT_EQ(validate_one(&c), "coll_gpurdma_rocm=2 is not 0 or 1; using 1");
     c.ib_gid_index = -2;
     EXPECT_EQ(validate_one(&c), "coll_gpurdma_ib_gid_index=-2 is not -1 or in 0..1023; using -1");
     c.ib_sl = 15;

@@ -25,7 +25,7 @@ BEGIN_C_DECLS
 typedef struct mca_coll_gpurdma_globals {
     int priority;
     int verbose; /* coll_gpurdma_verbose, read at open */
-    int cuda; /* GPU buffers recognised (coll_gpurdma_cuda) */
+    int gpu_buffers; /* GPU buffers recognised (coll_gpurdma_cuda or coll_gpurdma_rocm) */
     int output; /* opal_output stream */
     gpurdma_context_t *context; /* created on first use (under the component's lock) */
     bool context_failed; /* do not retry a context that could not start */

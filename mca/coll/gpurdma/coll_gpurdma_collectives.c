@@ -162,8 +162,8 @@ int mca_coll_gpurdma_previous_call(mca_coll_gpurdma_module_t *m, const mca_coll_
     ptrdiff_t send_lb, recv_lb;
     const size_t send_span = span_of(c->sdtype, send_n, &send_lb);
     const size_t recv_span = span_of(recv_type, recv_n, &recv_lb);
-    const bool device = mca_coll_gpurdma_globals.cuda && ((send_span && gpurdma_is_device_memory(c->sbuf)) ||
-                                                          (recv_span && gpurdma_is_device_memory(c->rbuf)));
+    const bool device = mca_coll_gpurdma_globals.gpu_buffers && ((send_span && gpurdma_is_device_memory(c->sbuf)) ||
+                                                                 (recv_span && gpurdma_is_device_memory(c->rbuf)));
     mca_coll_gpurdma_output(2, "%s: %s: fallback to the previous module (%s)%s", m->name, call_name(c), why,
                             device ? ", staged through host memory" : "");
     if (!device) return call_previous(m, c, c->sbuf, c->rbuf);
@@ -352,7 +352,7 @@ static bool has_previous_request(const mca_coll_gpurdma_module_t *m, const mca_c
 
 static bool call_on_device(const mca_coll_gpurdma_call_t *c)
 {
-    if (!mca_coll_gpurdma_globals.cuda) return false;
+    if (!mca_coll_gpurdma_globals.gpu_buffers) return false;
     if (c->rbuf && gpurdma_is_device_memory(c->rbuf)) return true;
     return MPI_IN_PLACE != c->sbuf && c->sbuf && gpurdma_is_device_memory(c->sbuf);
 }

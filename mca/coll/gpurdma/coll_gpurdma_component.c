@@ -21,7 +21,7 @@
 mca_coll_gpurdma_globals_t mca_coll_gpurdma_globals = {
     .priority = 0,
     .verbose = 0,
-    .cuda = 1,
+    .gpu_buffers = 1,
     .output = -1,
 };
 
@@ -214,7 +214,7 @@ static void validated_config(gpurdma_config_t *c)
     /* The thread level is known before the first communicator is queried (MPI_Init_thread
      * sets it first). */
     c->threads = gpurdma_mpi_thread_multiple() ? 1 : 0;
-    mca_coll_gpurdma_globals.cuda = c->cuda;
+    mca_coll_gpurdma_globals.gpu_buffers = c->cuda || c->rocm;
     /* One process per host says what gpurdma's UCX context will get (all get the same). */
     if (c->local_rank <= 0 && (c->ib_gid_index >= 0 || c->ib_tc >= 0 || c->ib_sl >= 0))
         mca_coll_gpurdma_output(1,

@@ -211,7 +211,7 @@ static int staged_fallback(mca_coll_gpurdma_module_t *m, const void *sbuf, void 
 
 bool mca_coll_gpurdma_device_buffers(const void *sbuf, const void *rbuf)
 {
-    return mca_coll_gpurdma_globals.cuda &&
+    return mca_coll_gpurdma_globals.gpu_buffers &&
            (gpurdma_is_device_memory(rbuf) || (sbuf != MPI_IN_PLACE && gpurdma_is_device_memory(sbuf)));
 }
 

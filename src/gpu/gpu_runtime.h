@@ -1,8 +1,11 @@
-// The CUDA driver, loaded at run time only where it exists (dlopen libcuda.so.1):
-// the component loads and works on hosts without CUDA, and recognises device
-// pointers (which a non-CUDA-aware Open MPI hands over as raw addresses) where it
-// does. Nothing here needs the CUDA toolkit to build: the few driver types and
-// constants used are spelled out below (stable driver ABI, cuda.h).
+// The GPU runtime room's entry: the CUDA driver (libcuda.so.1) or, where there is none
+// (or no NVIDIA GPU), the HIP runtime (libamdhip64), each loaded at run time only where
+// it exists. The entry table below has the shape of CUDA's driver API; HIP fills it
+// through adapters (hip_api.cpp), so its callers carry no vendor. The component loads
+// and works on hosts without either, and recognises device pointers (which an Open MPI
+// that is not GPU-aware hands over as raw addresses) where one is present. Nothing here
+// needs a GPU toolkit to build: the few driver types and constants used are spelled out
+// below (stable driver ABI, cuda.h).
 #pragma once
 
 #include <cstddef>
@@ -15,6 +18,9 @@
 namespace gpurdma::gpu {
 
 enum class MemoryKind { Host, Device, Managed };
+
+// Whose runtime fills the table: one per process (CUDA first).
+enum class Vendor { None, Cuda, Hip };
 
 struct PointerInfo {
     MemoryKind kind = MemoryKind::Host;
@@ -115,16 +121,20 @@ struct DriverApi {
     int (*stand_in_kernel_image)(const void **data, size_t *size) = nullptr;
 };
 
-class CudaDriver {
+class GpuRuntime {
 public:
     // The process-wide driver; loads it on first use unless disabled.
-    static CudaDriver &instance();
+    static GpuRuntime &instance();
 
-    // Disables loading (coll_gpurdma_cuda=0); must come before the first query.
-    static void disable();
+    // Disables loading one vendor's runtime (coll_gpurdma_cuda=0, coll_gpurdma_rocm=0);
+    // must come before the first query.
+    static void disable(Vendor vendor);
 
     bool available() const { return ok_; }
     const std::string &why_unavailable() const { return why_; }
+    Vendor vendor() const { return vendor_; }
+    // "CUDA" or "HIP" (or "no GPU runtime"), for messages.
+    const char *vendor_name() const;
 
     // Host for anything the driver does not know (or when it is not available).
     PointerInfo query(const void *ptr) const;
@@ -143,14 +153,15 @@ public:
     // The resolved entry points (only meaningful when available()).
     const DriverApi &api() const { return api_; }
 
-    // "cuFoo failed: <driver text> (error N)".
+    // "cuFoo failed: <driver text> (error N)"; under HIP the call is named hipFoo.
     std::string error_text(const char *call, CUresult rc) const;
     // The same as a failed Status (GPURDMA_ERR_TRANSPORT).
     Status failure(const char *call, CUresult rc) const;
 
 private:
-    CudaDriver();
+    GpuRuntime();
     bool ok_ = false;
+    Vendor vendor_ = Vendor::None;
     std::string why_;
     void *lib_ = nullptr;
     DriverApi api_;

@@ -1,0 +1,139 @@
+#include "gpu/gpu_runtime.h"
+
+#include "gpu/vendor_api.h"
+
+#include <atomic>
+
+namespace gpurdma::gpu {
+
+namespace {
+
+// Stable driver ABI values (cuda.h), so no CUDA header is needed to build.
+constexpr int kAttrContext = 1;
+constexpr int kAttrMemoryType = 2;
+constexpr int kAttrBufferId = 7;
+constexpr int kAttrIsManaged = 8;
+constexpr int kAttrDeviceOrdinal = 9;
+constexpr int kMemoryTypeDevice = 2;
+constexpr int kMemoryTypeUnified = 4;
+
+std::atomic<bool> g_cuda_disabled{false};
+std::atomic<bool> g_hip_disabled{false};
+
+}  // namespace
+
+void GpuRuntime::disable(Vendor vendor)
+{
+    if (vendor == Vendor::Cuda) g_cuda_disabled = true;
+    if (vendor == Vendor::Hip) g_hip_disabled = true;
+}
+
+GpuRuntime &GpuRuntime::instance()
+{
+    static GpuRuntime runtime;
+    return runtime;
+}
+
+// CUDA first, then HIP: a process uses one vendor's runtime (a node with both kinds of
+// GPU would see the other's buffers as host memory; no such node is supported).
+GpuRuntime::GpuRuntime()
+{
+    std::string why_cuda = "CUDA disabled by coll_gpurdma_cuda=0";
+    std::string why_hip = "HIP disabled by coll_gpurdma_rocm=0";
+    if (!g_cuda_disabled && load_cuda_api(&api_, &lib_, &why_cuda)) {
+        vendor_ = Vendor::Cuda;
+        ok_ = true;
+        return;
+    }
+    if (!g_hip_disabled && load_hip_api(&api_, &lib_, &why_hip)) {
+        vendor_ = Vendor::Hip;
+        ok_ = true;
+        return;
+    }
+    why_ = why_cuda + "; " + why_hip;
+}
+
+const char *GpuRuntime::vendor_name() const
+{
+    switch (vendor_) {
+        case Vendor::Cuda: return "CUDA";
+        case Vendor::Hip: return "HIP";
+        default: return "no GPU runtime";
+    }
+}
+
+std::string GpuRuntime::error_text(const char *call, CUresult rc) const
+{
+    const char *text = nullptr;
+    if (api_.get_error_string) api_.get_error_string(rc, &text);
+    // The callers name the driver API's call; HIP's counterpart has the same name after its prefix.
+    std::string name = call;
+    if (vendor_ == Vendor::Hip && name.compare(0, 2, "cu") == 0) name = "hip" + name.substr(2);
+    return name + " failed: " + (text ? text : "unknown error") + " (error " + std::to_string(rc) + ")";
+}
+
+Status GpuRuntime::failure(const char *call, CUresult rc) const
+{
+    return Status::error(GPURDMA_ERR_TRANSPORT, error_text(call, rc));
+}
+
+PointerInfo GpuRuntime::query(const void *ptr) const
+{
+    PointerInfo info;
+    if (!ok_ || !ptr) return info;
+    int type = 0;
+    unsigned long long id = 0;
+    unsigned managed = 0;
+    void *ctx = nullptr;
+    int ordinal = -1;
+    int attrs[] = {kAttrMemoryType, kAttrBufferId, kAttrIsManaged, kAttrContext, kAttrDeviceOrdinal};
+    void *data[] = {&type, &id, &managed, &ctx, &ordinal};
+    const auto addr = reinterpret_cast<CUdeviceptr>(ptr);
+    if (api_.pointer_get_attributes(5, attrs, data, addr) != 0) return info;
+    if (managed) info.kind = MemoryKind::Managed;
+    else if (type == kMemoryTypeDevice || type == kMemoryTypeUnified) info.kind = MemoryKind::Device;
+    info.buffer_id = id;
+    info.context = ctx;
+    info.device = ordinal;
+    if (info.kind == MemoryKind::Device && api_.mem_get_address_range) {
+        // The allocation's base is what a CUDA IPC handle names; a peer adds our offset.
+        CUdeviceptr base = 0;
+        size_t range = 0;
+        ContextScope scope(ctx);
+        if (api_.mem_get_address_range(&base, &range, addr) == 0) {
+            info.base = static_cast<uintptr_t>(base);
+            info.range = range;
+        }
+    }
+    return info;
+}
+
+Status GpuRuntime::copy(void *dst, const void *src, size_t bytes, void *context) const
+{
+    if (!ok_) return Status::error(GPURDMA_ERR_TRANSPORT, why_);
+    ContextScope scope(context);
+    const int rc = api_.memcpy_sync(reinterpret_cast<CUdeviceptr>(dst), reinterpret_cast<CUdeviceptr>(src), bytes);
+    if (rc != 0) return failure(("cuMemcpy of " + std::to_string(bytes) + " bytes").c_str(), rc);
+    // cuMemcpy returns before its bytes land in GPU memory when they come from pageable
+    // host memory or another GPU buffer: the legacy stream it ran on tells when they have.
+    if (api_.stream_synchronize) {
+        const int synced = api_.stream_synchronize(reinterpret_cast<CUstream>(0x1));  // CU_STREAM_LEGACY
+        if (synced != 0) return failure("cuStreamSynchronize after cuMemcpy", synced);
+    }
+    return Status::ok();
+}
+
+ContextScope::ContextScope(CUcontext ctx)
+{
+    const auto &d = GpuRuntime::instance();
+    pushed_ = ctx && d.available() && d.api().ctx_push(ctx) == 0;
+}
+
+ContextScope::~ContextScope()
+{
+    if (!pushed_) return;
+    CUcontext popped = nullptr;
+    GpuRuntime::instance().api().ctx_pop(&popped);
+}
+
+}  // namespace gpurdma::gpu
