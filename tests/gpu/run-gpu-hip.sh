@@ -17,15 +17,16 @@
 #    stand-in reports no leaks.
 # On a machine with a real AMD GPU and no NVIDIA one, the launcher's probe finds it and
 # contrib/gpu-check.sh runs the real suites there; this script is the stand-in's.
-# CI's Debian 13 part (GPURDMA_SKIP_GPU_LAUNCHER=1) runs the launcher's suites on Debian
-# 12 only; there this script runs the kernels and the one-node steps, and only where
-# hipcc built the AMD code objects (the new part: the real bundle through the adapters).
+# The whole suite runs where hipcc built the AMD code objects (CI's Debian 13 part, which
+# leaves the CUDA launcher suites to Debian 12): the kernels are then the real bundle's.
+# A build without hipcc (Debian 12) runs the kernels and the one-node steps, on the
+# stand-in's kernel image; with GPURDMA_SKIP_GPU_LAUNCHER=1 as well, nothing.
 set -u
 build=${GPURDMA_BUILDDIR:-$(cd "$(dirname "$0")/../.." && pwd)}
 quick=0
-if [ "${GPURDMA_SKIP_GPU_LAUNCHER:-0}" = 1 ]; then
-    if [ ! -f "$build/src/reduce/reduce_kernels.hipfb" ]; then
-        echo "SKIP: GPURDMA_SKIP_GPU_LAUNCHER=1 and no AMD code objects built (the suite runs in CI's Debian 12 part)"
+if [ ! -f "$build/src/reduce/reduce_kernels.hipfb" ]; then
+    if [ "${GPURDMA_SKIP_GPU_LAUNCHER:-0}" = 1 ]; then
+        echo "SKIP: GPURDMA_SKIP_GPU_LAUNCHER=1 and no AMD code objects built"
         exit 77
     fi
     quick=1
@@ -67,7 +68,8 @@ step "one node, the other collectives on the GPUs at every size (np 3 and 4)" --
 step "one node, the other collectives, ranks 1 and 2 on host buffers, split buffers" --colls --np 4 \
     --host-ranks 1,2 --split-buffers --max-bytes 65536 --limit 120
 if [ $quick = 1 ]; then
-    [ $failed -eq 0 ] && echo "PASS (the kernels and one node; the rest runs in CI's Debian 12 part)" || echo "FAIL"
+    [ $failed -eq 0 ] && echo "PASS (the kernels and one node; the whole suite runs where hipcc built the code objects)" ||
+        echo "FAIL"
     exit $failed
 fi
 small=(--chunk-size 16384 --max-bytes 4194304 --expect-device --limit 240)
