@@ -7,6 +7,7 @@
 
 #include "algo/node_exchange.h"
 #include "base/text.h"
+#include "gpu/gpu_runtime.h"
 #include "plan/planner.h"
 #include "reduce/reduce.h"
 
@@ -200,11 +201,11 @@ void DeviceHierarchical::log_mode(const gpu::GdrDecision &gdr) const
                        " host chunk buffers of " + format_bytes(chunks_[0].buffer->size()) +
                        " (copies on the stream overlapped with the network), the CPU reducing";
     log->log(1,
-             "%s: rank %d: device buffers across nodes (%s): hierarchical: node reduce-scatter on the GPUs (CUDA IPC "
+             "%s: rank %d: device buffers across nodes (%s): hierarchical: node reduce-scatter on the GPUs (%s "
              "kernel), per-rail allreduce of each slice %s, node allgather by copy engine; for the sizes the host "
              "path runs hierarchically, the others stage whole. GPUDirect RDMA %s: %s",
-             setup_.name.c_str(), setup_.rank, t.summary().c_str(), rail.c_str(),
-             gdr.eligible ? "eligible" : "not eligible", gdr.reason.c_str());
+             setup_.name.c_str(), setup_.rank, t.summary().c_str(), gpu::GpuRuntime::instance().ipc_name(),
+             rail.c_str(), gdr.eligible ? "eligible" : "not eligible", gdr.reason.c_str());
 }
 
 }  // namespace gpurdma::algo

@@ -8,6 +8,7 @@
 #include "algo/node_ipc.h"
 #include "base/text.h"
 #include "gpu/buffer_query.h"
+#include "gpu/gpu_runtime.h"
 #include "gpu/stage_words.h"
 #include "reduce/reduce.h"
 
@@ -340,11 +341,11 @@ void DeviceNodeRail::finish()
     if (log && log->enabled(2))
         log->log(2,
                  "%s: rank %d %s %zu x %s %s on GPU buffers across nodes: node stage on the GPUs (%zu kernels, "
-                 "%zu copies over CUDA IPC), rail from page-locked copies (%zu out, %zu steps, %zu back), call %llu",
+                 "%zu copies over %s), rail from page-locked copies (%zu out, %zu steps, %zu back), call %llu",
                  setup_.name.c_str(), setup_.rank, plan::coll_name(call_.coll), call_.count,
                  gpurdma_dtype_name(call_.dtype), call_.reduces() ? gpurdma_op_name(call_.op) : "",
-                 work_.reductions.size(), work_.gather.size(), work_.out.size(), schedule_->steps.size(),
-                 work_.in.size(), static_cast<unsigned long long>(seq_));
+                 work_.reductions.size(), work_.gather.size(), gpu::GpuRuntime::instance().ipc_name(), work_.out.size(),
+                 schedule_->steps.size(), work_.in.size(), static_cast<unsigned long long>(seq_));
     step_ = Step::Idle;
 }
 
@@ -390,8 +391,8 @@ std::string DeviceNodeRail::describe_wait() const
 
 std::string DeviceNodeRail::describe_call() const
 {
-    return "device " + std::string(plan::coll_name(call_.coll)) +
-           " across nodes (node stage over CUDA IPC, rail from page-locked copies)";
+    return "device " + std::string(plan::coll_name(call_.coll)) + " across nodes (node stage over " +
+           gpu::GpuRuntime::instance().ipc_name() + ", rail from page-locked copies)";
 }
 
 }  // namespace gpurdma::algo

@@ -7,6 +7,7 @@
 #include "algo/device_team_setup.h"
 #include "algo/node_ipc.h"
 #include "gpu/buffer_query.h"
+#include "gpu/gpu_runtime.h"
 #include "gpu/stage_words.h"
 #include "reduce/reduce.h"
 #include "reduce/reduce_device.h"
@@ -273,10 +274,10 @@ void DeviceOneNode::finish()
 {
     const Logger *log = setup_.log;
     if (setup_.size > 1 && log && log->enabled(2))
-        log->log(2, "%s: %s %zu x %s %s on the GPU (%zu kernels, %zu copies over CUDA IPC), call %llu",
-                 setup_.name.c_str(), plan::coll_name(call_.coll), call_.count, gpurdma_dtype_name(call_.dtype),
+        log->log(2, "%s: %s %zu x %s %s on the GPU (%zu kernels, %zu copies over %s), call %llu", setup_.name.c_str(),
+                 plan::coll_name(call_.coll), call_.count, gpurdma_dtype_name(call_.dtype),
                  call_.reduces() ? gpurdma_op_name(call_.op) : "", work_.reductions.size(), work_.copies.size(),
-                 static_cast<unsigned long long>(seq_));
+                 gpu::GpuRuntime::instance().ipc_name(), static_cast<unsigned long long>(seq_));
     step_ = Step::Idle;
 }
 
@@ -312,13 +313,14 @@ std::string DeviceOneNode::describe_wait() const
 std::string DeviceOneNode::describe_call() const
 {
     if (setup_.size == 1) return "device copy";
-    const char *how = "";
+    const std::string ipc = gpu::GpuRuntime::instance().ipc_name();
+    std::string how;
     switch (call_.coll) {
-        case plan::Coll::Allreduce: how = "CUDA IPC reduce-scatter kernel + copy-engine allgather"; break;
-        case plan::Coll::ReduceScatter: how = "CUDA IPC reduction kernel"; break;
-        case plan::Coll::Allgather: how = "copy engine over CUDA IPC"; break;
-        case plan::Coll::Bcast: how = "copy engine out of the root's buffer over CUDA IPC"; break;
-        case plan::Coll::Reduce: how = "CUDA IPC reduction kernels into the root's buffer"; break;
+        case plan::Coll::Allreduce: how = ipc + " reduce-scatter kernel + copy-engine allgather"; break;
+        case plan::Coll::ReduceScatter: how = ipc + " reduction kernel"; break;
+        case plan::Coll::Allgather: how = "copy engine over " + ipc; break;
+        case plan::Coll::Bcast: how = "copy engine out of the root's buffer over " + ipc; break;
+        case plan::Coll::Reduce: how = ipc + " reduction kernels into the root's buffer"; break;
     }
     return std::string("device ") + plan::coll_name(call_.coll) + " (" + how + "), " + std::to_string(setup_.size) +
            " ranks";

@@ -236,9 +236,10 @@ void DeviceTeam::log_ready() const
     std::string gpus;
     for (const auto &b : bus_ids_) gpus += (gpus.empty() ? "" : ",") + b;
     setup_.log->log(1,
-                    "%s: device buffers: node stage on the GPU (CUDA IPC: kernels reduce straight out of the "
+                    "%s: device buffers: node stage on the GPU (%s: kernels reduce straight out of the "
                     "peers' buffers, lower rank first; copy-engine copies), %d ranks on GPU(s) %s, %d SMs",
-                    setup_.name.c_str(), setup_.size, gpus.c_str(), kernels_->multiprocessors());
+                    setup_.name.c_str(), GpuRuntime::instance().ipc_name(), setup_.size, gpus.c_str(),
+                    kernels_->multiprocessors());
 }
 
 // Several nodes: GPUDirect RDMA needs UCX with CUDA memory support, the NIC within

@@ -28,6 +28,7 @@ ucs_memory_type_t device_memory_type()
 GdrDecision check_gdr(transport::UcxMemoryApi *ucx, const std::string &ucx_why, GdrInputs in,
                       const WithDeviceRange &with_range)
 {
+    in.memory = device_memory_type() == UCS_MEMORY_TYPE_ROCM ? "ROCm" : "CUDA";
     uint64_t types = 0;
     ucs_status_t st = UCS_OK;
     if (!ucx) {

@@ -36,14 +36,15 @@ bool gdr_probe_worthwhile(const GdrInputs &in)
 
 GdrDecision decide_gdr(const GdrInputs &in)
 {
-    if (in.ucx_cuda == Answer::No) return no("UCX has no CUDA memory support (" + in.ucx_why + ")");
-    if (in.ucx_cuda == Answer::Unknown) return no("UCX's CUDA memory support is unknown (" + in.ucx_why + ")");
+    if (in.ucx_cuda == Answer::No) return no("UCX has no " + in.memory + " memory support (" + in.ucx_why + ")");
+    if (in.ucx_cuda == Answer::Unknown)
+        return no("UCX's " + in.memory + " memory support is unknown (" + in.ucx_why + ")");
     if (in.nic.empty()) return no("no RDMA NIC is chosen for this process (UCX picks its devices)");
     const std::string gdr_level = "coll_gpurdma_gdr_level " + level_name(in.allowed);
     if (effective_path(in) > in.allowed) return no(path_text(in) + ", beyond " + gdr_level);
     if (in.probe == Probe::NotRun) return no("device memory registration was not probed (" + in.probe_why + ")");
     if (in.probe == Probe::Refused) return no("UCX refused to register device memory: " + in.probe_why);
-    return GdrDecision{true, "UCX supports CUDA memory, " + path_text(in) + " within " + gdr_level +
+    return GdrDecision{true, "UCX supports " + in.memory + " memory, " + path_text(in) + " within " + gdr_level +
                                  ", and UCX registered a device range"};
 }
 

@@ -15,7 +15,8 @@ enum class Answer { Yes, No, Unknown };
 enum class Probe { NotRun, Accepted, Refused };
 
 struct GdrInputs {
-    Answer ucx_cuda = Answer::Unknown;  // UCS_MEMORY_TYPE_CUDA in ucp_context_query's memory_types
+    Answer ucx_cuda = Answer::Unknown;  // the GPU's memory type (CUDA, ROCm) in ucp_context_query's memory_types
+    std::string memory = "CUDA";  // that memory type's name, for the reason (gdr_check: ROCm under HIP)
     std::string ucx_why;  // No: what UCX reported; Unknown: why it could not tell
     std::string nic;  // the RDMA NIC chosen for this process ("" = none: UCX's choice)
     std::string gpu;  // the GPU's PCI bus id

@@ -135,6 +135,8 @@ public:
     Vendor vendor() const { return vendor_; }
     // "CUDA" or "HIP" (or "no GPU runtime"), for messages.
     const char *vendor_name() const;
+    // "CUDA IPC" or "HIP IPC": how a node's GPUs map each other's buffers, for messages.
+    const char *ipc_name() const { return vendor_ == Vendor::Hip ? "HIP IPC" : "CUDA IPC"; }
 
     // Host for anything the driver does not know (or when it is not available).
     PointerInfo query(const void *ptr) const;
