@@ -54,7 +54,6 @@ struct HipPointerAttributes {
 struct Hip {
     HipError (*init)(unsigned) = nullptr;
     HipError (*runtime_get_version)(int *) = nullptr;
-    HipError (*driver_get_version)(int *) = nullptr;
     HipError (*get_device_count)(int *) = nullptr;
     HipError (*get_device)(int *) = nullptr;
     HipError (*set_device)(int) = nullptr;
@@ -401,8 +400,8 @@ bool load_hip_api(DriverApi *api, void **lib_out, std::string *why)
     g_hip6 = h.runtime_get_version && h.runtime_get_version(&version) == kHipSuccess && version >= 60000000;
     g_hip = h;
     // The adapters above for what differs from the driver API, entries present or not.
-    auto adapt = [](bool present, auto adapter, auto &slot) {
-        if (present) slot = adapter;
+    auto adapt = [](auto entry, auto adapter, auto &slot) {
+        if (entry) slot = adapter;
     };
     a.pointer_get_attributes = pointer_get_attributes;
     a.memcpy_sync = memcpy_sync;
@@ -414,26 +413,26 @@ bool load_hip_api(DriverApi *api, void **lib_out, std::string *why)
     a.primary_ctx_retain = primary_ctx_retain;
     a.primary_ctx_release = primary_ctx_release;
     a.get_error_string = get_error_string;
-    adapt(h.device_get_attribute != nullptr, device_get_attribute, a.device_get_attribute);
-    adapt(h.mem_get_address_range != nullptr, mem_get_address_range, a.mem_get_address_range);
-    adapt(h.memcpy_async != nullptr, memcpy_async, a.memcpy_async);
-    adapt(h.memcpy_dtod_async != nullptr, memcpy_dtod_async, a.memcpy_dtod_async);
-    adapt(h.memcpy_dtoh_async != nullptr, memcpy_dtoh_async, a.memcpy_dtoh_async);
-    adapt(h.memcpy_htod_async != nullptr, memcpy_htod_async, a.memcpy_htod_async);
-    adapt(h.module_launch_kernel != nullptr, launch_kernel, a.launch_kernel);
-    adapt(h.stream_create_with_flags != nullptr, stream_create, a.stream_create);
-    adapt(h.stream_destroy != nullptr, stream_destroy, a.stream_destroy);
-    adapt(h.stream_synchronize != nullptr, stream_synchronize, a.stream_synchronize);
-    adapt(h.stream_query != nullptr, stream_query, a.stream_query);
-    adapt(h.stream_wait_event != nullptr, stream_wait_event, a.stream_wait_event);
-    adapt(h.event_create_with_flags != nullptr, event_create, a.event_create);
-    adapt(h.event_record != nullptr, event_record, a.event_record);
-    adapt(h.ipc_get_mem_handle != nullptr, ipc_get_mem_handle, a.ipc_get_mem_handle);
-    adapt(h.ipc_open_mem_handle != nullptr, ipc_open_mem_handle, a.ipc_open_mem_handle);
-    adapt(h.ipc_close_mem_handle != nullptr, ipc_close_mem_handle, a.ipc_close_mem_handle);
-    adapt(h.host_get_device_pointer != nullptr, mem_host_get_device_pointer, a.mem_host_get_device_pointer);
-    adapt(h.malloc != nullptr, mem_alloc, a.mem_alloc);
-    adapt(h.free != nullptr, mem_free, a.mem_free);
+    adapt(h.device_get_attribute, device_get_attribute, a.device_get_attribute);
+    adapt(h.mem_get_address_range, mem_get_address_range, a.mem_get_address_range);
+    adapt(h.memcpy_async, memcpy_async, a.memcpy_async);
+    adapt(h.memcpy_dtod_async, memcpy_dtod_async, a.memcpy_dtod_async);
+    adapt(h.memcpy_dtoh_async, memcpy_dtoh_async, a.memcpy_dtoh_async);
+    adapt(h.memcpy_htod_async, memcpy_htod_async, a.memcpy_htod_async);
+    adapt(h.module_launch_kernel, launch_kernel, a.launch_kernel);
+    adapt(h.stream_create_with_flags, stream_create, a.stream_create);
+    adapt(h.stream_destroy, stream_destroy, a.stream_destroy);
+    adapt(h.stream_synchronize, stream_synchronize, a.stream_synchronize);
+    adapt(h.stream_query, stream_query, a.stream_query);
+    adapt(h.stream_wait_event, stream_wait_event, a.stream_wait_event);
+    adapt(h.event_create_with_flags, event_create, a.event_create);
+    adapt(h.event_record, event_record, a.event_record);
+    adapt(h.ipc_get_mem_handle, ipc_get_mem_handle, a.ipc_get_mem_handle);
+    adapt(h.ipc_open_mem_handle, ipc_open_mem_handle, a.ipc_open_mem_handle);
+    adapt(h.ipc_close_mem_handle, ipc_close_mem_handle, a.ipc_close_mem_handle);
+    adapt(h.host_get_device_pointer, mem_host_get_device_pointer, a.mem_host_get_device_pointer);
+    adapt(h.malloc, mem_alloc, a.mem_alloc);
+    adapt(h.free, mem_free, a.mem_free);
     *api = a;
     *lib_out = lib;
     return true;
