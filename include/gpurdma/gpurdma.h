@@ -93,10 +93,12 @@ gpurdma_status_t gpurdma_reduce_local(gpurdma_op_t op, gpurdma_dtype_t dtype, vo
 
 /* ---- memory types ---- */
 
-/* 1 if ptr is GPU device memory (CUDA driver loaded at run time, if present). */
+/* 1 if ptr is GPU device memory (the GPU runtime loaded at run time, if present), also
+ * that of the other vendor's runtime where the application loaded it beside ours. */
 int gpurdma_is_device_memory(const void *ptr);
 
-/* Copies bytes between host and device memory, in either direction. */
+/* Copies bytes between host and device memory, in either direction (the other vendor's
+ * memory by its own runtime's copies). */
 gpurdma_status_t gpurdma_memcpy(void *dst, const void *src, size_t bytes);
 
 /*

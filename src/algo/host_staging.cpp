@@ -82,6 +82,13 @@ Status HostStaging::enqueue_copy(void *dst, const void *src, size_t bytes)
     return Status::ok();
 }
 
+Status HostStaging::copy_in(void *dst, const void *src, size_t bytes, const gpu::PointerInfo &info)
+{
+    if (info.kind == gpu::MemoryKind::OtherVendor)
+        return gpu::GpuRuntime::instance().copy_other_vendor(dst, src, bytes);
+    return enqueue_copy(dst, src, bytes);
+}
+
 Status HostStaging::fence()
 {
     return copying_ ? fence_->record() : Status::ok();
@@ -112,11 +119,11 @@ Status HostStaging::start(const Call &call)
     host_.recvbuf = recv_->data();
     host_.sendbuf = nullptr;
     if (in_place) {
-        const Status copied = bytes_ ? enqueue_copy(recv_->data(), call.recvbuf, bytes_) : Status::ok();
+        const Status copied = bytes_ ? copy_in(recv_->data(), call.recvbuf, bytes_, rinfo_) : Status::ok();
         if (!copied.is_ok()) return copied.prefixed(name_ + ": staging in the GPU buffer: ");
-    } else if (sinfo.kind == gpu::MemoryKind::Device) {
+    } else if (sinfo.kind == gpu::MemoryKind::Device || sinfo.kind == gpu::MemoryKind::OtherVendor) {
         reserve(&send_, send_span, sinfo.context);
-        const Status copied = enqueue_copy(send_->data(), call.sendbuf, send_span);
+        const Status copied = copy_in(send_->data(), call.sendbuf, send_span, sinfo);
         if (!copied.is_ok()) return copied.prefixed(name_ + ": staging in the GPU send buffer: ");
         host_.sendbuf = send_->data();
     } else {
@@ -139,6 +146,12 @@ exec::State HostStaging::fail(const std::string &what)
 exec::State HostStaging::stage_out()
 {
     ++moves_;
+    if (rinfo_.kind == gpu::MemoryKind::OtherVendor && bytes_) {  // by its runtime's own (synchronous) copy
+        const Status copied = gpu::GpuRuntime::instance().copy_other_vendor(call_.recvbuf, recv_->data(), bytes_);
+        if (!copied.is_ok()) return fail("staging out, copying the result to the GPU: " + copied.message());
+        step_ = Step::Done;
+        return exec::State::Done;
+    }
     if (rinfo_.kind != gpu::MemoryKind::Device || bytes_ == 0) {  // a host receive buffer beside a GPU send buffer
         if (bytes_) std::memcpy(call_.recvbuf, recv_->data(), bytes_);
         step_ = Step::Done;

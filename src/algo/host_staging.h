@@ -6,7 +6,8 @@
 // event that advance() polls, never waits on, so a nonblocking or persistent call
 // never holds the thread that drives progress in a copy, and a blocking call does not
 // spin inside one either. Steps: staging in (device to host) -> the host algorithm on
-// the host copies -> staging out (host to device) -> done.
+// the host copies -> staging out (host to device) -> done. A buffer of the other GPU
+// vendor's runtime (gpu::MemoryKind::OtherVendor) is copied synchronously by that runtime.
 // The host copies are page-locked (gpu/pinned_buffer.h), so a copy is one DMA rather
 // than the driver's own staging through a bounce buffer, and are kept between calls
 // (grown by doubling), so repeated calls allocate nothing. The stream and event are
@@ -67,6 +68,9 @@ private:
     void release_stream();
     // Enqueues one copy on the stream (unified addressing: either direction).
     Status enqueue_copy(void *dst, const void *src, size_t bytes);
+    // A GPU buffer to its host copy: enqueued, or the other vendor's memory copied at
+    // once by its own runtime (ours has no stream for it).
+    Status copy_in(void *dst, const void *src, size_t bytes, const gpu::PointerInfo &info);
     // Fences what was enqueued; poll_copies() clears copying_ once the fence is reached.
     Status fence();
     Status poll_copies();

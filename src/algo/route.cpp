@@ -10,6 +10,7 @@ Route route(const RouteFacts &f)
     if (f.size > 1 && !f.host_path) return {Path::Decline, "no host path (its set-up declined)"};
     if (!f.device_buffers) return {Path::Host, ""};
     const auto staged = [](const char *why) { return Route{Path::Staged, why}; };
+    if (f.other_vendor) return staged("a buffer of the other GPU vendor's runtime");
     if (!f.node_all_device) return staged("a node peer passes host buffers");
     if (!f.device_kernel) return staged("no device kernel (long double)");
     // Small messages: two copies and the host latency path cost less than the device

@@ -25,6 +25,9 @@ struct RouteFacts {
     // The call: its bytes, and this rank's buffers (GPU memory or not).
     size_t bytes = 0;
     bool device_buffers = false;
+    // One of them is the other GPU vendor's memory (gpu::MemoryKind::OtherVendor): no
+    // device path reads it; this rank posts host buffers on the node's board.
+    bool other_vendor = false;
     // Agreed on the node's buffer-kind board: every rank of this node passes GPU memory.
     bool node_all_device = true;
     // A device kernel exists for the op and type (not long double).

@@ -4,6 +4,7 @@
 #include <memory>
 #include <new>
 #include <stdexcept>
+#include <vector>
 
 #include "algo/call_spans.h"
 #include "core/comm.h"
@@ -234,18 +235,32 @@ int gpurdma_request_free(gpurdma_request_t *request)
 
 int gpurdma_is_device_memory(const void *ptr)
 {
-    return gpurdma::gpu::GpuRuntime::instance().query(ptr).kind == gpurdma::gpu::MemoryKind::Device;
+    const auto kind = gpurdma::gpu::GpuRuntime::instance().query(ptr).kind;
+    return kind == gpurdma::gpu::MemoryKind::Device || kind == gpurdma::gpu::MemoryKind::OtherVendor;
 }
 
 gpurdma_status_t gpurdma_memcpy(void *dst, const void *src, size_t bytes)
 {
     const auto &gpu = gpurdma::gpu::GpuRuntime::instance();
     const auto d = gpu.query(dst), s = gpu.query(src);
-    if (d.kind != gpurdma::gpu::MemoryKind::Device && s.kind != gpurdma::gpu::MemoryKind::Device) {
-        std::memmove(dst, src, bytes);
-        return GPURDMA_OK;
-    }
+    using gpurdma::gpu::MemoryKind;
     try {
+        if (d.kind == MemoryKind::OtherVendor || s.kind == MemoryKind::OtherVendor) {
+            // The other vendor's runtime copies its memory; one of ours on the other side
+            // goes through a host bounce buffer (no runtime addresses both).
+            if (d.kind != MemoryKind::Device && s.kind != MemoryKind::Device)
+                return gpu.copy_other_vendor(dst, src, bytes).is_ok() ? GPURDMA_OK : GPURDMA_ERR_TRANSPORT;
+            std::vector<char> bounce(bytes);
+            const bool ok = s.kind == MemoryKind::Device ? gpu.copy(bounce.data(), src, bytes, s.context).is_ok() &&
+                                                               gpu.copy_other_vendor(dst, bounce.data(), bytes).is_ok()
+                                                         : gpu.copy_other_vendor(bounce.data(), src, bytes).is_ok() &&
+                                                               gpu.copy(dst, bounce.data(), bytes, d.context).is_ok();
+            return ok ? GPURDMA_OK : GPURDMA_ERR_TRANSPORT;
+        }
+        if (d.kind != MemoryKind::Device && s.kind != MemoryKind::Device) {
+            std::memmove(dst, src, bytes);
+            return GPURDMA_OK;
+        }
         return gpu.copy(dst, src, bytes, d.context ? d.context : s.context).is_ok() ? GPURDMA_OK
                                                                                     : GPURDMA_ERR_TRANSPORT;
     } catch (const std::bad_alloc &) {

@@ -299,6 +299,7 @@ gpurdma_status_t gpurdma_comm::run(const gpurdma::algo::Call &call)
     if (ready.is_unsupported()) return GPURDMA_ERR_UNSUPPORTED;  // handed on, the communicator intact
     if (!ready.is_ok()) return fail(ready.code(), ready.message());
     gpurdma_request r(this, Kind::Blocking, call, device_buffers);
+    r.other_vendor = device_buffers && buffers_.other_vendor();
     if (device_buffers) {
         const Status armed = arm_settle(r);
         if (!armed.is_ok()) return fail(armed.code(), armed.message());
@@ -352,6 +353,7 @@ gpurdma_status_t gpurdma_comm::create(const gpurdma::algo::Call &call, Kind kind
         if (!ready.is_ok()) return fail(ready.code(), ready.message());
     }
     auto *r = new gpurdma_request(this, kind, call, device_buffers, complete, arg);
+    r->other_vendor = device_buffers && buffers_.other_vendor();
     if (device_buffers && kind == Kind::Nonblocking) {  // a persistent call at each start
         const Status armed = arm_settle(*r);
         if (!armed.is_ok()) {

@@ -9,6 +9,7 @@
 #include "algo/host_team.h"
 #include "algo/selector.h"
 #include "core/counters.h"
+#include "gpu/gpu_runtime.h"
 #include "plan/planner.h"
 #include "reduce/reduce.h"
 #include "reduce/reduce_device.h"
@@ -166,9 +167,20 @@ State gpurdma_comm::begin(gpurdma_request &r)
     }
     r.number = ++calls_begun_;
     const gpurdma::algo::CallKinds *kinds = team_ ? team_->call_kinds() : nullptr;
-    if (kinds) kinds->post(r.number, r.device);
+    // A rank with the other GPU vendor's buffer stages: its node peers must see it as a
+    // rank with host buffers, and stage too.
+    if (kinds) kinds->post(r.number, r.device && !r.other_vendor);
     if (!r.device) return begin_host(r);
     ++r.moves;
+    if (r.other_vendor) {
+        const auto &gpu = gpurdma::gpu::GpuRuntime::instance();
+        if (context->log.enabled(2) && !context->on_progress_thread())
+            context->log.log(
+                2, "%s: call %llu: a %s buffer beside gpurdma's %s runtime: staged through host memory by %s's copies",
+                name.c_str(), static_cast<unsigned long long>(r.number), gpu.other_vendor_name(), gpu.vendor_name(),
+                gpu.other_vendor_name());
+        return begin_routed(r, false);
+    }
     if (!kinds) return begin_routed(r, true);
     // A collective that stages whatever the node's buffers (small, long double) needs
     // no agreement: a bcast's root may have begun a later call while a peer decides this one.
@@ -224,6 +236,7 @@ gpurdma::algo::RouteFacts gpurdma_comm::route_facts(const gpurdma_request &r, bo
     f.bytes = gpurdma::algo::total_count(r.call, size) * gpurdma::reduce::dtype_size(r.call.dtype);
     f.allreduce = r.call.coll == gpurdma::plan::Coll::Allreduce;
     f.device_buffers = r.device;
+    f.other_vendor = r.other_vendor;
     f.node_all_device = node_all_device;
     f.device_kernel = !r.call.reduces() || gpurdma::reduce::device::device_supported(r.call.op, r.call.dtype);
     f.size = size;

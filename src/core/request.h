@@ -48,6 +48,7 @@ struct gpurdma_request : gpurdma::exec::Task {
     const Kind kind;
     const gpurdma::algo::Call call;
     const bool device;  // a buffer is GPU memory
+    bool other_vendor = false;  // one is the other GPU vendor's (set at creation, then kept)
     const gpurdma_complete_fn_t complete;
     void *const arg;
 

@@ -19,7 +19,10 @@ bool BufferQuery::touches_device_memory(CallBuffers call)
     recv_ = call.recv;
     rinfo_ = cuda.query(call.recv);
     sinfo_ = in_place(call) ? rinfo_ : cuda.query(call.send);
-    valid_ = rinfo_.kind == MemoryKind::Device || sinfo_.kind == MemoryKind::Device;
+    const auto gpu = [](const PointerInfo &i) {
+        return i.kind == MemoryKind::Device || i.kind == MemoryKind::OtherVendor;
+    };
+    valid_ = gpu(rinfo_) || gpu(sinfo_);
     return valid_;
 }
 

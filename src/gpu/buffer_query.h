@@ -21,9 +21,16 @@ struct CallBuffers {
 
 class BufferQuery {
 public:
-    // True if the call's send or receive buffer is GPU device memory (CUDA driver loaded
-    // at run time). Records the answers for the next info() on this call.
+    // True if the call's send or receive buffer is GPU device memory (the GPU runtime
+    // loaded at run time), ours or the other vendor's. Records the answers for the next
+    // info() and other_vendor() on this call.
     bool touches_device_memory(CallBuffers call);
+    // Whether the last touches_device_memory() found the other vendor's memory among the
+    // call's buffers (the call then stages through host memory, whatever its size).
+    bool other_vendor() const
+    {
+        return valid_ && (sinfo_.kind == MemoryKind::OtherVendor || rinfo_.kind == MemoryKind::OtherVendor);
+    }
 
     // The call's buffers: the answers recorded by the last touches_device_memory() when
     // that was about the same two addresses, else the driver's. Every call reaches

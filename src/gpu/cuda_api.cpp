@@ -7,9 +7,9 @@
 
 namespace gpurdma::gpu {
 
-bool load_cuda_api(DriverApi *api, void **lib_out, std::string *why)
+bool load_cuda_api(DriverApi *api, void **lib_out, std::string *why, bool already_loaded)
 {
-    void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL | (already_loaded ? RTLD_NOLOAD : 0));
     if (!lib) {
         *why = "no CUDA driver (libcuda.so.1 not found)";
         return false;

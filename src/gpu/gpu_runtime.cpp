@@ -2,7 +2,10 @@
 
 #include "gpu/vendor_api.h"
 
+#include <link.h>
+
 #include <atomic>
+#include <cstddef>
 
 namespace gpurdma::gpu {
 
@@ -19,6 +22,22 @@ constexpr int kMemoryTypeUnified = 4;
 
 std::atomic<bool> g_cuda_disabled{false};
 std::atomic<bool> g_hip_disabled{false};
+
+// How many objects the dynamic linker has added to the process so far (glibc's
+// dlpi_adds; about 15 ns): a new library since the last look is the only way the other
+// vendor's runtime can have appeared.
+unsigned long long objects_added()
+{
+    unsigned long long adds = 0;
+    dl_iterate_phdr(
+        [](dl_phdr_info *info, size_t size, void *data) {
+            if (size >= offsetof(dl_phdr_info, dlpi_adds) + sizeof info->dlpi_adds)
+                *static_cast<unsigned long long *>(data) = info->dlpi_adds;
+            return 1;  // the first object carries the count
+        },
+        &adds);
+    return adds;
+}
 
 }  // namespace
 
@@ -43,14 +62,65 @@ GpuRuntime::GpuRuntime()
     if (!g_cuda_disabled && load_cuda_api(&api_, &lib_, &why_cuda)) {
         vendor_ = Vendor::Cuda;
         ok_ = true;
-        return;
-    }
-    if (!g_hip_disabled && load_hip_api(&api_, &lib_, &why_hip)) {
+    } else if (!g_hip_disabled && load_hip_api(&api_, &lib_, &why_hip)) {
         vendor_ = Vendor::Hip;
         ok_ = true;
+    } else {
+        why_ = why_cuda + "; " + why_hip;
         return;
     }
-    why_ = why_cuda + "; " + why_hip;
+    find_other_vendor();
+}
+
+void GpuRuntime::find_other_vendor() const
+{
+    if (!ok_ || other_.load(std::memory_order_acquire)) return;
+    objects_added_.store(objects_added(), std::memory_order_relaxed);
+    const Vendor other = vendor_ == Vendor::Cuda ? Vendor::Hip : Vendor::Cuda;
+    if (other == Vendor::Cuda ? g_cuda_disabled.load() : g_hip_disabled.load()) return;
+    std::lock_guard<std::mutex> hold(other_mutex_);
+    if (other_api_) return;
+    auto api = std::make_unique<DriverApi>();
+    void *lib = nullptr;
+    std::string why;
+    const bool found =
+        other == Vendor::Cuda ? load_cuda_api(api.get(), &lib, &why, true) : load_hip_api(api.get(), &lib, &why, true);
+    if (!found) return;  // not loaded by the application (or no device of its own): nothing to tell apart
+    other_vendor_ = other;
+    other_api_ = std::move(api);
+    other_.store(other_api_.get(), std::memory_order_release);
+}
+
+Vendor GpuRuntime::other_vendor() const
+{
+    return other_.load(std::memory_order_acquire) ? other_vendor_ : Vendor::None;
+}
+
+const char *GpuRuntime::other_vendor_name() const
+{
+    switch (other_vendor()) {
+        case Vendor::Cuda: return "CUDA";
+        case Vendor::Hip: return "HIP";
+        default: return "no other GPU runtime";
+    }
+}
+
+Status GpuRuntime::copy_other_vendor(void *dst, const void *src, size_t bytes) const
+{
+    const DriverApi *other = other_.load(std::memory_order_acquire);
+    if (!other) return Status::error(GPURDMA_ERR_TRANSPORT, "no other GPU runtime loaded");
+    const std::string call = std::string(other_vendor_ == Vendor::Hip ? "hipMemcpy" : "cuMemcpy") + " of " +
+                             std::to_string(bytes) + " bytes (" + other_vendor_name() + " buffer)";
+    int rc = other->memcpy_sync(reinterpret_cast<CUdeviceptr>(dst), reinterpret_cast<CUdeviceptr>(src), bytes);
+    // As in copy(): the bytes are in place once the legacy (null) stream has reached the copy.
+    if (rc == 0 && other->stream_synchronize) rc = other->stream_synchronize(reinterpret_cast<CUstream>(0x1));
+    if (rc != 0) {
+        const char *text = nullptr;
+        if (other->get_error_string) other->get_error_string(rc, &text);
+        return Status::error(GPURDMA_ERR_TRANSPORT, call + " failed: " + (text ? text : "unknown error") + " (error " +
+                                                        std::to_string(rc) + ")");
+    }
+    return Status::ok();
 }
 
 const char *GpuRuntime::vendor_name() const
@@ -89,12 +159,29 @@ PointerInfo GpuRuntime::query(const void *ptr) const
     int attrs[] = {kAttrMemoryType, kAttrBufferId, kAttrIsManaged, kAttrContext, kAttrDeviceOrdinal};
     void *data[] = {&type, &id, &managed, &ctx, &ordinal};
     const auto addr = reinterpret_cast<CUdeviceptr>(ptr);
-    if (api_.pointer_get_attributes(5, attrs, data, addr) != 0) return info;
-    if (managed) info.kind = MemoryKind::Managed;
-    else if (type == kMemoryTypeDevice || type == kMemoryTypeUnified) info.kind = MemoryKind::Device;
-    info.buffer_id = id;
-    info.context = ctx;
-    info.device = ordinal;
+    if (api_.pointer_get_attributes(5, attrs, data, addr) == 0) {
+        if (managed) info.kind = MemoryKind::Managed;
+        else if (type == kMemoryTypeDevice || type == kMemoryTypeUnified) info.kind = MemoryKind::Device;
+        info.buffer_id = id;
+        info.context = ctx;
+        info.device = ordinal;
+    }
+    if (info.kind == MemoryKind::Host) {
+        // Not ours: the other vendor's device memory, where the application loaded its runtime.
+        const DriverApi *other = other_.load(std::memory_order_acquire);
+        if (!other && objects_added() != objects_added_.load(std::memory_order_relaxed)) {
+            find_other_vendor();
+            other = other_.load(std::memory_order_acquire);
+        }
+        if (other) {
+            int other_type = 0;
+            int type_attr[] = {kAttrMemoryType};
+            void *type_data[] = {&other_type};
+            if (other->pointer_get_attributes(1, type_attr, type_data, addr) == 0 &&
+                (other_type == kMemoryTypeDevice || other_type == kMemoryTypeUnified))
+                info = PointerInfo{MemoryKind::OtherVendor};
+        }
+    }
     if (info.kind == MemoryKind::Device && api_.mem_get_address_range) {
         // The allocation's base is what a CUDA IPC handle names; a peer adds our offset.
         CUdeviceptr base = 0;

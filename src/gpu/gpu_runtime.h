@@ -8,8 +8,11 @@
 // below (stable driver ABI, cuda.h).
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
+#include <mutex>
 #include <string>
 
 #include "base/noncopyable.h"
@@ -17,7 +20,10 @@
 
 namespace gpurdma::gpu {
 
-enum class MemoryKind { Host, Device, Managed };
+// OtherVendor: device memory of the other vendor's runtime, which the application loaded
+// beside the one gpurdma uses (a CUDA buffer in a HIP process, or the reverse). No path
+// of ours reads it from a GPU: it stages through host memory by that runtime's copies.
+enum class MemoryKind { Host, Device, Managed, OtherVendor };
 
 // Whose runtime fills the table: one per process (CUDA first).
 enum class Vendor { None, Cuda, Hip };
@@ -138,8 +144,17 @@ public:
     // "CUDA IPC" or "HIP IPC": how a node's GPUs map each other's buffers, for messages.
     const char *ipc_name() const { return vendor_ == Vendor::Hip ? "HIP IPC" : "CUDA IPC"; }
 
-    // Host for anything the driver does not know (or when it is not available).
+    // Host for anything the driver does not know (or when it is not available);
+    // OtherVendor for the other vendor's device memory, once other_vendor() found it.
     PointerInfo query(const void *ptr) const;
+
+    // The other vendor's runtime, where the application has loaded it (never loaded here):
+    // CUDA's in a HIP process, HIP's in a CUDA one (Vendor::None: none found yet).
+    Vendor other_vendor() const;
+    const char *other_vendor_name() const;
+    // A synchronous copy with the other vendor's runtime (unified addressing: either
+    // direction between its device memory and host memory).
+    Status copy_other_vendor(void *dst, const void *src, size_t bytes) const;
 
     // cuMemcpy with unified addressing, in the context of the device buffer involved;
     // returns once the bytes are in place (cuMemcpy alone does not, into GPU memory).
@@ -162,11 +177,22 @@ public:
 
 private:
     GpuRuntime();
+    // Looks for the other vendor's runtime: at start, then whenever a query answers
+    // "host" after the process has loaded another library (an application may load a
+    // runtime at any time, after MPI_Init and its communicators too).
+    void find_other_vendor() const;
     bool ok_ = false;
     Vendor vendor_ = Vendor::None;
     std::string why_;
     void *lib_ = nullptr;
     DriverApi api_;
+    // The other vendor's entries, found by a const query (hence mutable): written once
+    // under other_mutex_, then read without it.
+    mutable std::mutex other_mutex_;
+    mutable std::unique_ptr<DriverApi> other_api_;
+    mutable std::atomic<const DriverApi *> other_{nullptr};
+    mutable Vendor other_vendor_ = Vendor::None;  // set before other_ is published
+    mutable std::atomic<unsigned long long> objects_added_{0};  // dl_iterate_phdr's count at the last look
 };
 
 // Makes a context current for a scope and restores the previous one (RAII), so the

@@ -316,11 +316,11 @@ CUresult mem_free(CUdeviceptr p)
 
 }  // namespace
 
-bool load_hip_api(DriverApi *api, void **lib_out, std::string *why)
+bool load_hip_api(DriverApi *api, void **lib_out, std::string *why, bool already_loaded)
 {
     void *lib = nullptr;
     for (const char *name : {"libamdhip64.so.6", "libamdhip64.so.5", "libamdhip64.so"})
-        if ((lib = dlopen(name, RTLD_NOW | RTLD_LOCAL)) != nullptr) break;
+        if ((lib = dlopen(name, RTLD_NOW | RTLD_LOCAL | (already_loaded ? RTLD_NOLOAD : 0))) != nullptr) break;
     if (!lib) {
         *why = "no HIP runtime (libamdhip64.so not found)";
         return false;

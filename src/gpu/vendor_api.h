@@ -11,7 +11,9 @@
 namespace gpurdma::gpu {
 
 // On success `*lib` holds the dlopen handle (closed by the caller at exit, never).
-bool load_cuda_api(DriverApi *api, void **lib, std::string *why);
-bool load_hip_api(DriverApi *api, void **lib, std::string *why);
+// already_loaded: only a library the process has loaded already (RTLD_NOLOAD): the other
+// vendor's, whose buffers the application may pass (gpu_runtime.h, other_vendor()).
+bool load_cuda_api(DriverApi *api, void **lib, std::string *why, bool already_loaded = false);
+bool load_hip_api(DriverApi *api, void **lib, std::string *why, bool already_loaded = false);
 
 }  // namespace gpurdma::gpu

@@ -37,11 +37,17 @@
  * Exit status: 0 if every check passed, 1 on any failure (each named), 77 with a SKIP
  * line when a rank finds no CUDA driver or device.
  *
+ * --other-vendor-ranks a,b: on these world ranks the receive buffer is the other GPU
+ * vendor's (a HIP allocation in a CUDA process, or the reverse; both runtimes loaded):
+ * the calls that are not in place pass buffers of both vendors, the others only the
+ * other vendor's. gpurdma stages them through host memory with that runtime's copies,
+ * and the rank's node peers stage with it; every result is checked the same way.
+ *
  * --blocking-only: MPI_Allreduce alone (under the MPICH interposer, which takes no other
  * call: MPICH's own MPI_Iallreduce is not what is checked).
  *
  * Usage: device_check [--quick] [--max-bytes N] [--device-per-rank] [--expect-device]
- *                     [--host-ranks a,b] [--blocking-only]
+ *                     [--host-ranks a,b] [--other-vendor-ranks a,b] [--blocking-only]
  */
 #define _POSIX_C_SOURCE 200809L
 #include <mpi.h>
@@ -81,13 +87,24 @@ static long long g_device_buffer_calls;
 /* --host-ranks: this rank passes host memory where the others pass GPU memory (its
  * node agrees per call and stages), so the "device" pointers are malloc'd here. */
 static bool g_host_buffers;
+/* --other-vendor-ranks: this rank's receive allocation (g_room bytes at g_drecv_base) is
+ * the other vendor's runtime's (g_other), the send buffer cu's. */
+static bool g_other_recv;
+static cuda_api g_other;
+static size_t g_room;
+
+/* The runtime that owns p: the other vendor's for the receive allocation of such a rank. */
+static const cuda_api *owner(devptr p)
+{
+    return g_other_recv && p >= g_drecv_base && p < g_drecv_base + g_room ? &g_other : &cu;
+}
 
 static void to_buffer(devptr dst, const void *src, size_t bytes, const char *what)
 {
     if (g_host_buffers)
         memcpy((void *)(uintptr_t)dst, src, bytes);
     else
-        gpu_must(cu.htod(dst, src, bytes), what);
+        gpu_must(owner(dst)->htod(dst, src, bytes), what);
 }
 
 static void from_buffer(void *dst, devptr src, size_t bytes, const char *what)
@@ -95,16 +112,16 @@ static void from_buffer(void *dst, devptr src, size_t bytes, const char *what)
     if (g_host_buffers)
         memcpy(dst, (const void *)(uintptr_t)src, bytes);
     else
-        gpu_must(cu.dtoh(dst, src, bytes), what);
+        gpu_must(owner(src)->dtoh(dst, src, bytes), what);
 }
 
-static devptr buffer_alloc(size_t bytes, const char *what)
+static devptr buffer_alloc(const cuda_api *api, size_t bytes, const char *what)
 {
     devptr p = 0;
     if (g_host_buffers)
         p = (devptr)(uintptr_t)xmalloc(bytes);
     else
-        gpu_must(cu.mem_alloc(&p, bytes), what);
+        gpu_must(api->mem_alloc(&p, bytes), what);
     return p;
 }
 
@@ -113,7 +130,20 @@ static void buffer_free(devptr p)
     if (g_host_buffers)
         free((void *)(uintptr_t)p);
     else
-        gpu_must(cu.mem_free(p), "cuMemFree");
+        gpu_must(owner(p)->mem_free(p), "cuMemFree");
+}
+
+/* The other vendor's runtime beside cu (whose handles are kept): HIP's beside CUDA's, or
+ * CUDA's beside HIP's. */
+static bool other_vendor_open(int local_rank, char *why, size_t why_size)
+{
+    const cuda_api mine = cu;
+    cu = (cuda_api){ 0 };
+    const bool ok = mine.hip ? cuda_driver_open(false, local_rank, why, why_size)
+                             : hip_open(false, local_rank, why, why_size);
+    g_other = cu;
+    cu = mine;
+    return ok;
 }
 static bool g_quick;
 /* --blocking-only: the MPI's gpurdma takes MPI_Allreduce alone (the MPICH interposer);
@@ -497,6 +527,10 @@ int main(int argc, char **argv)
             for (char *item = strtok(argv[++i], ","); item; item = strtok(NULL, ","))
                 if (atoi(item) == g_world_rank)
                     g_host_buffers = true;
+        } else if (strcmp(argv[i], "--other-vendor-ranks") == 0 && i + 1 < argc) {
+            for (char *item = strtok(argv[++i], ","); item; item = strtok(NULL, ","))
+                if (atoi(item) == g_world_rank)
+                    g_other_recv = true;
         } else {
             bad = true;
         }
@@ -518,6 +552,10 @@ int main(int argc, char **argv)
     /* Every rank needs a device, or all skip together. */
     char why[256] = "";
     int have = gpu_open(device_per_rank, local_rank, why, sizeof why), all_have = 0;
+    if (have && g_other_recv && !other_vendor_open(local_rank, why, sizeof why)) {
+        fail("--other-vendor-ranks: %s", why);
+        g_other_recv = false;
+    }
     MPI_Allreduce(&have, &all_have, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
     if (!all_have) {
         if (!have)
@@ -533,8 +571,9 @@ int main(int argc, char **argv)
     g_strict = true; /* gpurdma's results must be the standard's */
     check_types(false);
     const size_t room = g_max_bytes + 2 * GUARD_BYTES;
-    g_dsend = buffer_alloc(g_max_bytes, "cuMemAlloc (send)");
-    g_drecv_base = buffer_alloc(room, "cuMemAlloc (receive)");
+    g_room = room;
+    g_dsend = buffer_alloc(&cu, g_max_bytes, "cuMemAlloc (send)");
+    g_drecv_base = buffer_alloc(g_other_recv ? &g_other : &cu, room, "cuMemAlloc (receive)");
     g_drecv = g_drecv_base + GUARD_BYTES;
     g_in = xmalloc(room);
     g_expected = xmalloc(room);
@@ -545,12 +584,17 @@ int main(int argc, char **argv)
                cu.hip ? "HIP" : "CUDA", HAVE_PERSISTENT ? "yes" : "no (this MPI has no persistent allreduce)");
         fflush(stdout);
     }
+    if (g_other_recv) {
+        printf("[world rank %d] receive buffers of %s, send buffers of %s\n", g_world_rank, g_other.hip ? "HIP" : "CUDA",
+               cu.hip ? "HIP" : "CUDA");
+        fflush(stdout);
+    }
 
     pvars_watch(&g_pvars, g_pvar_names, PV_COUNT);
     section_matrix();
     section_sizes();
     section_declined();
-    check_device_path(expect_device && !g_host_buffers);
+    check_device_path(expect_device && !g_host_buffers && !g_other_recv);
     pvars_done(&g_pvars);
 
     long long totals[3];
@@ -566,5 +610,7 @@ int main(int argc, char **argv)
     MPI_T_finalize();
     const int rc = check_finish(totals);
     cu.primary_ctx_release(cu.device);
+    if (g_other_recv)
+        g_other.primary_ctx_release(g_other.device);
     return rc;
 }

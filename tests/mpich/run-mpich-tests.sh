@@ -90,6 +90,12 @@ if [ ${#dev_env[@]} -gt 0 ] && [ -f "$build/tests/gpu/fake-hip/libamdhip64.so.5"
     run "HIP: device buffers np=2, declined calls staged" fallback 240 GPURDMA_VERBOSE=2 \
         LD_LIBRARY_PATH="$build/tests/gpu/fake-hip${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" GPURDMA_FAKE_CUDA_LEAKS=1 \
         -- -n 2 "$bin/device_check" --quick --blocking-only --max-bytes 65536
+    # Both stand-ins loaded, rank 1's receive buffers HIP's beside CUDA's send buffers.
+    USED_PATTERN="a HIP buffer beside gpurdma's CUDA runtime: staged through host memory by HIP's copies" \
+        run "CUDA and HIP buffers in one call np=2" used 240 GPURDMA_VERBOSE=2 \
+        LD_LIBRARY_PATH="$build/tests/gpu/fake:$build/tests/gpu/fake-hip${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+        GPURDMA_FAKE_CUDA_LEAKS=1 -- -n 2 "$bin/device_check" --quick --blocking-only --max-bytes 65536 \
+        --other-vendor-ranks 1
 fi
 
 # A peer that stops (SIGSTOP) or arrives late: an MPI error naming stage, peer and host

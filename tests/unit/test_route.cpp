@@ -73,6 +73,26 @@ TEST(Route, EachReasonToStage)
     EXPECT_EQ(route(f).path, Path::DeviceHierarchical);
 }
 
+// The other vendor's buffer stages on every path the call could have taken, a single
+// rank's too; without a host path the call still goes back with everyone else's.
+TEST(Route, TheOtherVendorsBufferStagesAlways)
+{
+    for (const bool across : {false, true}) {
+        for (const int size : {1, 4}) {
+            RouteFacts f = device_call(1 << 26);
+            f.other_vendor = true;
+            f.across_nodes = across;
+            f.host_hierarchical = true;
+            f.size = size;
+            f.device = DeviceSetUp::Ready;
+            EXPECT_EQ(route(f).path, Path::Staged);
+            EXPECT_STREQ(route(f).why, "a buffer of the other GPU vendor's runtime");
+            f.host_path = false;
+            EXPECT_EQ(route(f).path, size > 1 ? Path::Decline : Path::Staged);
+        }
+    }
+}
+
 // The other collectives: the one-node device path takes them; across nodes the
 // hierarchical one (algo/device_node_rail.h) at every size above device_stage_max,
 // whatever the host plan does with an allreduce of that size.
