@@ -153,6 +153,7 @@ typedef struct gpurdma_config {
     int verbose; /* 0 silent, 1 one line per communicator, 2+ per call */
     size_t chunk_size; /* pipeline chunk and landing-slot size, bytes */
     int slots; /* landing slots per peer channel (pipeline depth) */
+    int rail_slots; /* landing slots per inter-node peer: puts a rail has in flight to one peer; 0: slots */
     size_t
         small_msg_max; /* largest message for the latency path (one wait on a node, recursive doubling between nodes) */
     size_t node_chunk_size; /* block of the one-node shared-memory allreduce, bytes */

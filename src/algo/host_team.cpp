@@ -127,7 +127,7 @@ Status HostTeam::connect_media()
     if (node_ranks > 1) shm_request.bytes = board_at + CallKinds::bytes(node_ranks);
     shm_ = std::make_unique<transport::ShmMedium>(rank, setup_.size, node_members(), shm_request);
     ucx_ = std::make_unique<transport::UcxMedium>(
-        rank, setup_.size, [this](int r) { return remote_peers(r); }, cfg.slots, cfg.chunk_size, setup_.ucx, hosts_);
+        rank, setup_.size, [this](int r) { return remote_peers(r); }, rail_slots(), cfg.chunk_size, setup_.ucx, hosts_);
     // Rounds 2 and 3: the media set up, exchange records, connect, vote.
     const Status connected = transport::connect_media(agreement_, {shm_.get(), ucx_.get()}, hosts_);
     if (!connected.is_ok()) return connected;

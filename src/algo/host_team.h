@@ -72,6 +72,9 @@ public:
     const std::vector<std::string> &rails() const { return rails_; }  // each rank's NIC ("" = UCX's)
     const plan::PlanParams &plan() const { return plan_; }
     double calibration_ms() const { return calibration_ms_; }  // -1: not calibrated
+    // Landing slots of the inter-node (UCX) channels: the puts in flight to one rail peer
+    // (coll_gpurdma_rail_slots, else coll_gpurdma_slots).
+    int rail_slots() const { return setup_.config->rail_slots > 0 ? setup_.config->rail_slots : setup_.config->slots; }
 
     // Every host's wait decision and why, for the set-up line ("wait on a: spin: ...").
     std::string describe_waits() const;

@@ -92,10 +92,11 @@ void set_default(const gpurdma_param_info_t &p, gpurdma_config_t &c)
     }
 }
 
-// Each peer channel holds slots x chunk_size: 64 x 64 MiB would ask for 4 GiB per peer.
+// Each peer channel holds slots x chunk_size (an inter-node one rail_slots x chunk_size):
+// 64 x 64 MiB would ask for 4 GiB per peer.
 bool channels_too_large(const gpurdma_config_t &c)
 {
-    return static_cast<size_t>(c.slots) * c.chunk_size > (size_t{1} << 30);
+    return static_cast<size_t>(std::max(c.slots, c.rail_slots)) * c.chunk_size > (size_t{1} << 30);
 }
 
 // The rules between parameters, after each has been checked on its own.
@@ -104,10 +105,13 @@ int check_combinations(gpurdma_config_t &c, const gpurdma::Logger &log)
     if (channels_too_large(c)) {
         gpurdma_config_t d;
         gpurdma_config_default(&d);
-        log.log(0, "coll_gpurdma_slots=%d x coll_gpurdma_chunk_size=%zu is over 1 GiB per peer; using %d slots",
-                c.slots, c.chunk_size, d.slots);
-        c.slots = d.slots;
-        return 1;
+        const bool rail = c.rail_slots > c.slots;
+        log.log(0, "coll_gpurdma_%s=%d x coll_gpurdma_chunk_size=%zu is over 1 GiB per peer; using %d slots",
+                rail ? "rail_slots" : "slots", rail ? c.rail_slots : c.slots, c.chunk_size,
+                rail ? d.rail_slots : d.slots);
+        if (rail) c.rail_slots = d.rail_slots;
+        else c.slots = d.slots;
+        return check_combinations(c, log) + 1;  // the other of the two may be over too
     }
     return 0;
 }
@@ -148,7 +152,7 @@ Status check_config(const gpurdma_config_t &config)
     }
     if (channels_too_large(config))
         return Status::error(GPURDMA_ERR_INVALID,
-                             "coll_gpurdma_slots x coll_gpurdma_chunk_size is over 1 GiB per peer");
+                             "coll_gpurdma_slots (or rail_slots) x coll_gpurdma_chunk_size is over 1 GiB per peer");
     return Status::ok();
 }
 

@@ -10,6 +10,7 @@
 #   e. nonblocking_check --quick (MPI_Iallreduce, persistent) and thread_stress_check
 #      (MPI_THREAD_MULTIPLE) at 2 x 2, gpurdma's MPI_T counters required; collectives_check
 #      --lite (reduce-scatter, allgather, bcast, reduce; counters required) at 2 x 2 and 3+1+2;
+#      allreduce_check with coll_gpurdma_rail_slots 1 (2 x 2) and 64 (3+1+2);
 #   f. device_check --quick (GPU buffers) at 2 x 2 and 3+1+2 with --expect-device (and
 #      the rail stage on the GPU: sends staged at 3+1+2, straight at 2 x 2): on
 #      GPU 0 where there is one, else with the stand-in libcuda.so.1 on every rank
@@ -233,6 +234,14 @@ checked "collectives 2 hosts x 2 ranks" 2 180 collectives_check --lite -- --host
 checked "collectives 3 hosts, 3+1+2 ranks" 3 180 collectives_check --lite -- --host node0:3,node1:1,node2:2 \
     --mca op ^avx -x GPURDMA_REQUIRE_COLL_PVARS=1
 
+# --- e2: receiver-driven admission on the rails (coll_gpurdma_rail_slots): one put in
+# flight per rail peer, and the most (64, with 16 KiB chunks so that a call fills them)
+WANT="1 in flight per rail peer" checked "admission: rail_slots 1, 2 hosts x 2 ranks" 2 180 allreduce_check --quick \
+    --strict -- --host node0:2,node1:2 --mca coll_gpurdma_rail_slots 1
+WANT="64 in flight per rail peer" checked "admission: rail_slots 64, 3 hosts, 3+1+2 ranks" 3 180 allreduce_check \
+    --quick --strict -- --host node0:3,node1:1,node2:2 --mca coll_gpurdma_rail_slots 64 \
+    --mca coll_gpurdma_chunk_size 16384
+
 # --- f: GPU buffers across hosts
 device_steps() {
     local device_x=() fake=$build/tests/gpu/fake start=$SECONDS
@@ -255,6 +264,11 @@ device_steps() {
     WANT="rail stage reduces on the device" checked "GPU buffers 3 hosts, 3+1+2 ranks, rail on the GPU" 3 120 \
         device_check "${args[@]}" -- --host node0:3,node1:1,node2:2 --mca coll_gpurdma_rail_reduce device \
         "${device_x[@]}"
+    # The same with one put in flight per rail peer (the landing offered to the peers is
+    # laid out for it).
+    WANT="1 in flight per rail peer" checked "GPU buffers 2 hosts x 2 ranks, rail on the GPU, rail_slots 1" 2 120 \
+        device_check "${args[@]}" -- --host node0:2,node1:2 --mca coll_gpurdma_rail_reduce device \
+        --mca coll_gpurdma_rail_slots 1 "${device_x[@]}"
     if [ ${#device_x[@]} -gt 0 ]; then
         WANT="sends straight from GPU memory" checked "GPU buffers 2 hosts x 2 ranks, rail on the GPU, sends straight" \
             2 120 device_check "${args[@]}" -- --host node0:2,node1:2 --mca coll_gpurdma_rail_reduce device \

@@ -167,6 +167,18 @@ TEST(Params, SlotsTimesChunkStayUnderOneGiB)
               "coll_gpurdma_slots=64 x coll_gpurdma_chunk_size=33554432 is over 1 GiB per peer; using 4 slots");
     EXPECT_EQ(c.slots, 4);
     EXPECT_EQ(c.chunk_size, 32u << 20);
+    // The inter-node channels' own depth is held to the same bound.
+    c = defaults();
+    c.rail_slots = 64;
+    c.chunk_size = 32u << 20;
+    EXPECT_EQ(validate_one(&c),
+              "coll_gpurdma_rail_slots=64 x coll_gpurdma_chunk_size=33554432 is over 1 GiB per peer; "
+              "using " +
+                  std::to_string(defaults().rail_slots) + " slots");
+    EXPECT_EQ(c.rail_slots, defaults().rail_slots);
+    c = defaults();
+    c.rail_slots = 65;
+    EXPECT_EQ(validate_one(&c).rfind("coll_gpurdma_rail_slots=65 is not in 0..64; using", 0), 0u);
 }
 
 TEST(Params, SetStoresByType)
@@ -230,10 +242,24 @@ TEST(Params, TheAgreedRowsAreTheOnesThatShapeThePlan)
         if (gpurdma_param_info(i)->agreed) agreed.insert(gpurdma_param_info(i)->name);
     // device_stage_max picks each GPU-buffer call's path by its size: every rank alike.
     // The <coll>_enable rows decide whether gpurdma or the previous module runs a call.
-    const std::set<std::string> expected = {
-        "slots",        "chunk_size",    "node_chunk_size",  "small_msg_max",         "net_alpha_us",
-        "net_gbps",     "shm_alpha_us",  "shm_gbps",         "reduce_gbps",           "calibrate",
-        "algorithm",    "logical_nodes", "device_stage_max", "reduce_scatter_enable", "allgather_enable",
-        "bcast_enable", "reduce_enable"};
+    // rail_slots lays out both ends of every inter-node channel.
+    const std::set<std::string> expected = {"slots",
+                                            "rail_slots",
+                                            "chunk_size",
+                                            "node_chunk_size",
+                                            "small_msg_max",
+                                            "net_alpha_us",
+                                            "net_gbps",
+                                            "shm_alpha_us",
+                                            "shm_gbps",
+                                            "reduce_gbps",
+                                            "calibrate",
+                                            "algorithm",
+                                            "logical_nodes",
+                                            "device_stage_max",
+                                            "reduce_scatter_enable",
+                                            "allgather_enable",
+                                            "bcast_enable",
+                                            "reduce_enable"};
     EXPECT_EQ(agreed, expected);
 }
