@@ -53,6 +53,17 @@ if grep -q '^S\["HAVE_GTEST_TRUE"\]=""' "$build/config.status"; then  # configur
         echo "PASS gpurdma_unit under ASan+UBSan ($(grep -m1 '^\[  PASSED  \]' "$ulog"); $(grep -c 'Direct leak\|Indirect leak' "$ulog") leak records, none through gpurdma; $((SECONDS - t_unit)) s)"
     fi
     rm -f "$ulog"
+    # The fabric model and the schedules as its input (a few seconds; the whole model runs).
+    t_unit=$SECONDS
+    make -C "$build" -j"$(nproc)" tests/fabric/fabric_tests CXXFLAGS="-g1 -O1" >/dev/null
+    flog="${TMPDIR:-/tmp}/gpurdma-asan-fabric.$$.log"
+    if ASAN_OPTIONS=detect_leaks=1:halt_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+        timeout 600 "$build/tests/fabric/fabric_tests" >"$flog" 2>&1 && grep -q '^\[  PASSED  \]' "$flog"; then
+        echo "PASS fabric_tests under ASan+UBSan ($(grep -m1 '^\[  PASSED  \]' "$flog"); $((SECONDS - t_unit)) s)"
+    else
+        echo "FAIL fabric_tests under ASan+UBSan"; grep -v '^\[       OK \]\|^\[ RUN' "$flog" | tail -40; unit_failed=1
+    fi
+    rm -f "$flog"
 fi
 . "$top/contrib/env.sh"
 export OMPI_MCA_mca_base_component_path="$(ompi_info --parsable --path pkglibdir | sed 's/^path:pkglibdir://'):$build/component"

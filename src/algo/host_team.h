@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "algo/call_kinds.h"
+#include "algo/rail_admission.h"
 #include "base/log.h"
 #include "base/noncopyable.h"
 #include "base/status.h"
@@ -73,8 +74,12 @@ public:
     const plan::PlanParams &plan() const { return plan_; }
     double calibration_ms() const { return calibration_ms_; }  // -1: not calibrated
     // Landing slots of the inter-node (UCX) channels: the puts in flight to one rail peer
-    // (coll_gpurdma_rail_slots, else coll_gpurdma_slots).
-    int rail_slots() const { return setup_.config->rail_slots > 0 ? setup_.config->rail_slots : setup_.config->slots; }
+    // (coll_gpurdma_rail_slots; auto: params.cpp's rule).
+    int rail_slots() const
+    {
+        return rail_slots_for(setup_.config->rail_slots, setup_.config->slots, setup_.config->chunk_size,
+                              topo_.nodes());
+    }
 
     // Every host's wait decision and why, for the set-up line ("wait on a: spin: ...").
     std::string describe_waits() const;

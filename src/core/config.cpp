@@ -106,9 +106,9 @@ int check_combinations(gpurdma_config_t &c, const gpurdma::Logger &log)
         gpurdma_config_t d;
         gpurdma_config_default(&d);
         const bool rail = c.rail_slots > c.slots;
-        log.log(0, "coll_gpurdma_%s=%d x coll_gpurdma_chunk_size=%zu is over 1 GiB per peer; using %d slots",
+        log.log(0, "coll_gpurdma_%s=%d x coll_gpurdma_chunk_size=%zu is over 1 GiB per peer; using %s",
                 rail ? "rail_slots" : "slots", rail ? c.rail_slots : c.slots, c.chunk_size,
-                rail ? d.rail_slots : d.slots);
+                rail ? "0 (auto)" : (std::to_string(d.slots) + " slots").c_str());
         if (rail) c.rail_slots = d.rail_slots;
         else c.slots = d.slots;
         return check_combinations(c, log) + 1;  // the other of the two may be over too

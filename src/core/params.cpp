@@ -87,11 +87,12 @@ const gpurdma_param_info_t kTable[] = {
            "Pipeline chunk and landing-slot size in bytes (4096 .. 64 MiB)"),
     number("slots", INT, FIELD(slots), 4, in(1, 64, "is not in 1..64"), kAllRanks, 7,
            "Landing slots per peer channel, i.e. pipeline depth (1 .. 64)"),
-    number("rail_slots", INT, FIELD(rail_slots), 2, in(0, 64, "is not in 0..64"), kAllRanks, 7,
+    number("rail_slots", INT, FIELD(rail_slots), 0, in(0, 64, "is not in 0..64"), kAllRanks, 7,
            "Landing slots per inter-node peer (UCX channels): how many puts a rail may have in flight "
-           "to one peer before that receiver hands a slot back (receiver-driven admission; 1 .. 64); "
-           "0: coll_gpurdma_slots. Default 2: the fabric model's best under ECMP collisions and a "
-           "second job (docs/FABRIC.md)"),
+           "to one peer before that receiver hands a slot back (receiver-driven admission; 1 .. 64). "
+           "0 (auto): 2 on 8 nodes or more where the rail's writes (about chunk_size / nodes) are 128 "
+           "KiB or more, else coll_gpurdma_slots (never more than that): what the fabric model found "
+           "best (docs/FABRIC.md)"),
     number("node_chunk_size", SIZE, FIELD(node_chunk_size), 256 * 1024,
            multiple_in(64, 4096, 64 * kMiB, "is not a multiple of 64 in 4096..64 MiB"), kAllRanks, 7,
            "Block size in bytes of the one-node shared-memory allreduce (4096 .. 64 MiB, a "

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "algo/rail_admission.h"
 #include "core/params.h"
 #include "gpurdma/gpurdma.h"
 #include "plan/planner.h"
@@ -172,13 +173,31 @@ TEST(Params, SlotsTimesChunkStayUnderOneGiB)
     c.rail_slots = 64;
     c.chunk_size = 32u << 20;
     EXPECT_EQ(validate_one(&c),
-              "coll_gpurdma_rail_slots=64 x coll_gpurdma_chunk_size=33554432 is over 1 GiB per peer; "
-              "using " +
-                  std::to_string(defaults().rail_slots) + " slots");
-    EXPECT_EQ(c.rail_slots, defaults().rail_slots);
+              "coll_gpurdma_rail_slots=64 x coll_gpurdma_chunk_size=33554432 is over 1 GiB per peer; using 0 (auto)");
+    EXPECT_EQ(c.rail_slots, 0);
     c = defaults();
     c.rail_slots = 65;
     EXPECT_EQ(validate_one(&c).rfind("coll_gpurdma_rail_slots=65 is not in 0..64; using", 0), 0u);
+}
+
+// Automatic admission on the rails: from 8 nodes on, 2 in flight once the rail's writes
+// (about chunk_size / nodes) reach 128 KiB, else the node's depth (never more than
+// coll_gpurdma_slots); a value given is taken as it is.
+TEST(Params, RailSlotsAutomatic)
+{
+    using gpurdma::algo::rail_slots_for;
+    EXPECT_EQ(rail_slots_for(0, 4, 256u << 10, 2), 4);  // 128 KiB writes, but 2 nodes
+    EXPECT_EQ(rail_slots_for(0, 4, 4u << 20, 4), 4);  // 1 MiB, 4 nodes
+    EXPECT_EQ(rail_slots_for(0, 4, 1u << 20, 8), 2);  // 128 KiB, 8 nodes
+    EXPECT_EQ(rail_slots_for(0, 4, (1u << 20) - 64, 8), 4);  // just under 128 KiB
+    EXPECT_EQ(rail_slots_for(0, 4, 4u << 20, 128), 4);  // 32 KiB
+    EXPECT_EQ(rail_slots_for(0, 4, 16u << 20, 128), 2);  // 128 KiB
+    EXPECT_EQ(rail_slots_for(0, 4, 4u << 20, 16), 2);  // 256 KiB
+    EXPECT_EQ(rail_slots_for(0, 4, 1u << 20, 16), 4);  // 64 KiB
+    EXPECT_EQ(rail_slots_for(0, 1, 16u << 20, 16), 1);  // never above coll_gpurdma_slots
+    EXPECT_EQ(rail_slots_for(0, 8, 64u << 20, 0), 8);  // no nodes counted
+    EXPECT_EQ(rail_slots_for(3, 4, 16u << 20, 16), 3);
+    EXPECT_EQ(rail_slots_for(64, 1, 4096, 8), 64);
 }
 
 TEST(Params, SetStoresByType)
