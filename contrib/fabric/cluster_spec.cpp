@@ -1,0 +1,189 @@
+#include "cluster_spec.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <numeric>
+#include <random>
+#include <sstream>
+
+namespace gpurdma::fabric {
+
+namespace {
+
+std::string trim(const std::string &s)
+{
+    const size_t a = s.find_first_not_of(" \t\r");
+    if (a == std::string::npos) return "";
+    const size_t b = s.find_last_not_of(" \t\r");
+    return s.substr(a, b - a + 1);
+}
+
+// Sizes may say KiB/MiB/GiB (or K/M/G, powers of two).
+bool parse_bytes(const std::string &text, uint64_t *out)
+{
+    char *end = nullptr;
+    const double v = std::strtod(text.c_str(), &end);
+    if (end == text.c_str() || v < 0) return false;
+    const std::string unit = trim(end);
+    double scale = 1;
+    if (unit == "K" || unit == "KiB" || unit == "KB") scale = 1024;
+    else if (unit == "M" || unit == "MiB" || unit == "MB") scale = 1024.0 * 1024;
+    else if (unit == "G" || unit == "GiB" || unit == "GB") scale = 1024.0 * 1024 * 1024;
+    else if (!unit.empty() && unit != "B") return false;
+    *out = static_cast<uint64_t>(v * scale + 0.5);
+    return true;
+}
+
+bool parse_number(const std::string &text, double *out)
+{
+    char *end = nullptr;
+    *out = std::strtod(text.c_str(), &end);
+    return end != text.c_str() && trim(end).empty();
+}
+
+bool parse_flag(const std::string &text, bool *out)
+{
+    if (text == "1" || text == "on" || text == "yes" || text == "true") *out = true;
+    else if (text == "0" || text == "off" || text == "no" || text == "false") *out = false;
+    else return false;
+    return true;
+}
+
+}  // namespace
+
+FabricParams ClusterSpec::params() const
+{
+    FabricParams p = fabric;
+    p.link_gbps = nic_gbps;
+    p.link_delay_us = link_delay_us;
+    return p;
+}
+
+std::vector<int> ClusterSpec::host_of_node() const
+{
+    std::vector<int> hosts(static_cast<size_t>(nodes));
+    std::iota(hosts.begin(), hosts.end(), 0);
+    if (placement == "random") {
+        std::mt19937_64 rng(fabric.seed);
+        std::shuffle(hosts.begin(), hosts.end(), rng);
+    }
+    return hosts;
+}
+
+std::string ClusterSpec::describe() const
+{
+    std::ostringstream o;
+    o << nodes << " nodes x " << gpus_per_node << " GPUs, " << gpus_per_node << " rails of " << nic_gbps
+      << " Gb/s; per rail a two-tier fat tree: " << (nodes + hosts_per_leaf - 1) / hosts_per_leaf << " leaves of "
+      << hosts_per_leaf << " nodes (" << placement << " placement), " << spines << " spines, " << link_delay_us
+      << " us per link; switch buffer " << (fabric.switch_buffer >> 20) << " MiB; ECN " << (fabric.ecn ? "on" : "off")
+      << ", PFC " << (fabric.pfc ? "on" : "off") << ", DCQCN " << (fabric.dcqcn ? "on" : "off");
+    return o.str();
+}
+
+bool set_cluster_key(ClusterSpec *s, const std::string &key, const std::string &value, std::string *error)
+{
+    double d = 0;
+    uint64_t b = 0;
+    bool f = false;
+    auto integer = [&](int *field, int lo) {
+        if (!parse_number(value, &d) || d < lo || d != static_cast<int>(d)) return false;
+        *field = static_cast<int>(d);
+        return true;
+    };
+    auto positive = [&](double *field) {
+        if (!parse_number(value, &d) || d <= 0) return false;
+        *field = d;
+        return true;
+    };
+    auto nonnegative = [&](double *field) {
+        if (!parse_number(value, &d) || d < 0) return false;
+        *field = d;
+        return true;
+    };
+    auto bytes = [&](uint64_t *field) {
+        if (!parse_bytes(value, &b)) return false;
+        *field = b;
+        return true;
+    };
+    auto flag = [&](bool *field) {
+        if (!parse_flag(value, &f)) return false;
+        *field = f;
+        return true;
+    };
+    FabricParams &p = s->fabric;
+    const std::map<std::string, std::function<bool()>> setters = {
+        {"nodes", [&] { return integer(&s->nodes, 2); }},
+        {"gpus_per_node", [&] { return integer(&s->gpus_per_node, 1); }},
+        {"nic_gbps", [&] { return positive(&s->nic_gbps); }},
+        {"hosts_per_leaf", [&] { return integer(&s->hosts_per_leaf, 1); }},
+        {"spines", [&] { return integer(&s->spines, 1); }},
+        {"link_delay_us", [&] { return nonnegative(&s->link_delay_us); }},
+        {"reduce_gbps", [&] { return positive(&s->reduce_gbps); }},
+        {"placement",
+         [&] {
+             if (value != "linear" && value != "random") return false;
+             s->placement = value;
+             return true;
+         }},
+        {"mtu",
+         [&] {
+             if (!parse_bytes(value, &b) || b < 256) return false;
+             p.mtu = static_cast<uint32_t>(b);
+             return true;
+         }},
+        {"switch_buffer", [&] { return bytes(&p.switch_buffer); }},
+        {"ecn", [&] { return flag(&p.ecn); }},
+        {"ecn_kmin", [&] { return bytes(&p.ecn_kmin); }},
+        {"ecn_kmax", [&] { return bytes(&p.ecn_kmax); }},
+        {"ecn_pmax", [&] { return nonnegative(&p.ecn_pmax); }},
+        {"pfc", [&] { return flag(&p.pfc); }},
+        {"pfc_xoff", [&] { return bytes(&p.pfc_xoff); }},
+        {"pfc_xon", [&] { return bytes(&p.pfc_xon); }},
+        {"dcqcn", [&] { return flag(&p.dcqcn); }},
+        {"seed",
+         [&] {
+             if (!parse_number(value, &d) || d < 0) return false;
+             p.seed = static_cast<uint64_t>(d);
+             return true;
+         }},
+    };
+    const auto it = setters.find(key);
+    if (it == setters.end()) {
+        *error = "unknown key '" + key + "'";
+        return false;
+    }
+    if (!it->second()) {
+        *error = "bad value '" + value + "' for " + key;
+        return false;
+    }
+    return true;
+}
+
+bool read_cluster_spec(const std::string &path, ClusterSpec *spec, std::string *error)
+{
+    std::ifstream in(path);
+    if (!in) {
+        *error = path + ": cannot read";
+        return false;
+    }
+    std::string line;
+    for (int n = 1; std::getline(in, line); ++n) {
+        line = trim(line.substr(0, line.find('#')));
+        if (line.empty()) continue;
+        const size_t eq = line.find('=');
+        std::string why;
+        if (eq == std::string::npos) why = "not 'key = value'";
+        else if (!set_cluster_key(spec, trim(line.substr(0, eq)), trim(line.substr(eq + 1)), &why)) {}
+        if (!why.empty()) {
+            *error = path + ":" + std::to_string(n) + ": " + why;
+            return false;
+        }
+    }
+    return true;
+}
+
+}  // namespace gpurdma::fabric

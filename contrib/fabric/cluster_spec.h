@@ -1,0 +1,42 @@
+// A cluster as the fabric command reads it: nodes of GPUs, one NIC per rail, a two-tier
+// fat tree per rail (rail-optimised: NIC r of every node on plane r, the planes alike),
+// the switches' buffer and thresholds. A text file of `key = value` lines ('#' comments);
+// every key has a default, so a file names only what differs (contrib/fabric/clusters/).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "fabric_model.h"
+
+namespace gpurdma::fabric {
+
+struct ClusterSpec {
+    int nodes = 16;
+    int gpus_per_node = 8;  // = rails: the node stage gives each GPU one slice, on its own NIC
+    double nic_gbps = 400;  // each rail's NIC, and every link of its plane
+    int hosts_per_leaf = 16;  // nodes under one leaf switch of a plane
+    int spines = 16;  // spine switches of a plane (every leaf linked to every spine once)
+    double link_delay_us = 1.0;  // per link traversal (cable and switch)
+    double reduce_gbps = 1000;  // GB/s of the rail stage's reduction (on the GPU)
+    // Which leaf each node sits under: "linear" (node i under leaf i / hosts_per_leaf, ring
+    // neighbours mostly on one leaf) or "random" (a job scheduler's scattered allocation,
+    // seeded by `seed`: most ring neighbours across the spines, ECMP collisions among them).
+    std::string placement = "linear";
+    FabricParams fabric;  // buffer, ECN, PFC, DCQCN (link rate and delay set from above)
+
+    // The fabric parameters with the link rate and delay above filled in.
+    FabricParams params() const;
+    // The plane host of each node (a permutation of 0 .. nodes-1, by placement).
+    std::vector<int> host_of_node() const;
+    std::string describe() const;
+};
+
+// Reads `path` over the defaults; false with *error naming the line on a bad key or value.
+bool read_cluster_spec(const std::string &path, ClusterSpec *spec, std::string *error);
+
+// One `key = value` assignment (also for command-line overrides: --set key=value).
+bool set_cluster_key(ClusterSpec *spec, const std::string &key, const std::string &value, std::string *error);
+
+}  // namespace gpurdma::fabric

@@ -1,0 +1,370 @@
+// gpurdma-fabric: what gpurdma's schedules do to a lossless RoCE/InfiniBand fabric, in the
+// fabric model (fabric_model.h; docs/FABRIC.md and docs/FABRIC-MODEL.md). A model, not a
+// measurement: its numbers say how the schedules and the admission limit interact with
+// PFC, ECN and DCQCN, not what a given cluster will do.
+//
+//   gpurdma-fabric validate
+//   gpurdma-fabric plan CLUSTER --size BYTES [--chunk BYTES] [--slots K] [--second-job] [--out DIR]
+//   gpurdma-fabric sweep CLUSTER --size BYTES [--chunks A,B,..] [--slots A,B,..] [--algorithms hier,ring,rd]
+//                        [--second-job] [--out DIR]     (algorithms: hier, hier-rd, ring, rd; schedule_dag.h)
+// CLUSTER: a file of `key = value` lines (contrib/fabric/clusters/*.conf); --set key=value
+// overrides one key. --out DIR writes the table as CSV and, with python3-matplotlib, a plot.
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "algo/rail_admission.h"
+#include "cluster_spec.h"
+#include "plan/planner.h"
+#include "schedule_dag.h"
+#include "topo/topology.h"
+#include "validation.h"
+
+using namespace gpurdma::fabric;
+
+namespace {
+
+struct Options {
+    std::string command, cluster, out;
+    size_t size = 256u << 20;
+    std::vector<size_t> chunks;
+    std::vector<int> slots;
+    std::vector<RailAlgorithm> algorithms;
+    bool second_job = false;
+    std::vector<std::string> sets;
+};
+
+constexpr size_t kDefaultChunk = 256u << 10;  // coll_gpurdma_chunk_size's default
+constexpr int kDefaultSlots = 4;  // coll_gpurdma_slots's; coll_gpurdma_rail_slots's is automatic
+
+// What one configuration gave in the model.
+struct Point {
+    RailAlgorithm algorithm = RailAlgorithm::Hierarchical;
+    size_t chunk = 0;
+    int slots = 0;
+    bool ok = false;
+    std::string error;
+    double time_us = 0, ideal_us = 0;
+    double paused_us = 0;  // all ports, summed
+    uint64_t peak_queue = 0, pause_frames = 0, ecn_marks = 0, cnps = 0, writes = 0, drops = 0;
+    double second_job_us = 0;  // the other job's completion, when there is one
+    std::string describe;
+    std::vector<double> step_done_us;  // per schedule step: when the last rank finished it
+};
+
+bool parse_size(const std::string &text, size_t *out)
+{
+    char *end = nullptr;
+    const double v = std::strtod(text.c_str(), &end);
+    if (end == text.c_str() || v <= 0) return false;
+    const std::string unit = end;
+    double scale = 1;
+    if (unit == "K" || unit == "KiB") scale = 1024;
+    else if (unit == "M" || unit == "MiB") scale = 1024.0 * 1024;
+    else if (unit == "G" || unit == "GiB") scale = 1024.0 * 1024 * 1024;
+    else if (!unit.empty()) return false;
+    *out = static_cast<size_t>(v * scale);
+    return true;
+}
+
+std::string bytes_text(size_t b)
+{
+    char buf[32];
+    if (b >= (1u << 30) && b % (1u << 30) == 0) std::snprintf(buf, sizeof buf, "%zu GiB", b >> 30);
+    else if (b >= (1u << 20) && b % (1u << 20) == 0) std::snprintf(buf, sizeof buf, "%zu MiB", b >> 20);
+    else if (b >= 1024 && b % 1024 == 0) std::snprintf(buf, sizeof buf, "%zu KiB", b >> 10);
+    else std::snprintf(buf, sizeof buf, "%zu B", b);
+    return buf;
+}
+
+std::vector<std::string> split(const std::string &s)
+{
+    std::vector<std::string> out;
+    std::stringstream in(s);
+    for (std::string item; std::getline(in, item, ',');)
+        if (!item.empty()) out.push_back(item);
+    return out;
+}
+
+int usage()
+{
+    std::cerr << "usage: gpurdma-fabric validate\n"
+                 "       gpurdma-fabric plan CLUSTER --size BYTES [--chunk BYTES] [--slots K] [--second-job] "
+                 "[--out DIR] [--set key=value]...\n"
+                 "       gpurdma-fabric sweep CLUSTER --size BYTES [--chunks A,B,..] [--slots A,B,..] "
+                 "[--algorithms hier,hier-rd,ring,rd] [--second-job] [--out DIR] [--set key=value]...\n";
+    return 2;
+}
+
+// The allreduce on the cluster's rail plane 0 (and, with second_job, the same job again on
+// hosts interleaved with ours under the same leaves, started together): the model's result.
+Point run_point(const ClusterSpec &spec, RailAlgorithm algorithm, size_t size, size_t chunk, int slots, bool second_job)
+{
+    Point p;
+    p.algorithm = algorithm;
+    p.chunk = chunk;
+    p.slots = slots;
+    p.ideal_us = ideal_us(spec, size);
+    const int stride = second_job ? 2 : 1;
+    const int hosts = spec.nodes * stride;
+    const Topology topo = Topology::two_tier(hosts, spec.hosts_per_leaf * stride, spec.spines);
+    Simulator sim(topo, spec.params());
+    const ScheduleDag ours = build_rail_dag(spec, algorithm, size, chunk, slots, 0, stride, 0);
+    constexpr int kSecondJobTags = 1 << 24;
+    for (const Message &m : ours.messages) sim.add(m);
+    size_t second_first = ours.messages.size();
+    if (second_job) {
+        const ScheduleDag theirs = build_rail_dag(spec, algorithm, size, chunk, slots, 1, stride, kSecondJobTags);
+        for (Message m : theirs.messages) {
+            for (MessageId &a : m.after) a += static_cast<MessageId>(second_first);
+            sim.add(m);
+        }
+    }
+    p.describe = ours.describe;
+    p.writes = ours.data_messages;
+    const Result r = sim.run(120e6);
+    p.ok = r.ok;
+    p.error = r.error;
+    p.paused_us = r.total_paused_us;
+    p.peak_queue = r.peak_queue;
+    p.pause_frames = r.pause_frames;
+    p.ecn_marks = r.ecn_marks;
+    p.cnps = r.cnps;
+    p.drops = r.packets_dropped;
+    p.step_done_us.assign(static_cast<size_t>(ours.steps), 0);
+    for (size_t m = 0; m < r.done_us.size(); ++m) {
+        if (m < second_first) {
+            p.time_us = std::max(p.time_us, r.done_us[m]);
+            const int step = ours.step_of[m];
+            p.step_done_us[static_cast<size_t>(step)] =
+                std::max(p.step_done_us[static_cast<size_t>(step)], r.done_us[m]);
+        } else {
+            p.second_job_us = std::max(p.second_job_us, r.done_us[m]);
+        }
+    }
+    return p;
+}
+
+void print_header(bool second_job)
+{
+    std::printf(
+        "| algorithm | chunk | in flight | time (us) | x ideal | PFC paused (us, all ports) | pauses | peak queue "
+        "| ECN marks | CNPs |%s\n",
+        second_job ? " other job (us) |" : "");
+    std::printf("|---|---|---|---|---|---|---|---|---|---|%s\n", second_job ? "---|" : "");
+}
+
+void print_point(const Point &p, bool second_job)
+{
+    if (!p.ok) {
+        std::printf("| %s | %s | %d | failed: %s |\n", rail_algorithm_name(p.algorithm), bytes_text(p.chunk).c_str(),
+                    p.slots, p.error.c_str());
+        return;
+    }
+    std::printf("| %s | %s | %d | %.0f | %.2f | %.0f | %llu | %s | %llu | %llu |", rail_algorithm_name(p.algorithm),
+                bytes_text(p.chunk).c_str(), p.slots, p.time_us, p.time_us / p.ideal_us, p.paused_us,
+                static_cast<unsigned long long>(p.pause_frames), bytes_text(p.peak_queue).c_str(),
+                static_cast<unsigned long long>(p.ecn_marks), static_cast<unsigned long long>(p.cnps));
+    if (second_job) std::printf(" %.0f |", p.second_job_us);
+    std::printf("\n");
+    std::fflush(stdout);
+}
+
+// The fastest configuration; within 2% of it, the one with the least pause time, then the
+// fewest slots and smallest chunk (less memory per peer).
+const Point *recommend(const std::vector<Point> &points)
+{
+    const Point *best = nullptr;
+    for (const Point &p : points)
+        if (p.ok && (!best || p.time_us < best->time_us)) best = &p;
+    if (!best) return nullptr;
+    const Point *pick = best;
+    for (const Point &p : points) {
+        if (!p.ok || p.time_us > best->time_us * 1.02) continue;
+        const auto key = [](const Point &q) { return std::make_tuple(q.paused_us, q.slots * q.chunk, q.chunk); };
+        if (key(p) < key(*pick)) pick = &p;
+    }
+    return pick;
+}
+
+void write_csv(const std::string &path, const ClusterSpec &spec, size_t size, const std::vector<Point> &points)
+{
+    std::ofstream o(path);
+    o << "# " << spec.describe() << "; allreduce " << size << " bytes\n";
+    o << "algorithm,chunk,slots,time_us,ideal_us,paused_us,pause_frames,peak_queue,ecn_marks,cnps,writes,drops,"
+         "second_job_us,ok\n";
+    for (const Point &p : points)
+        o << rail_algorithm_name(p.algorithm) << ',' << p.chunk << ',' << p.slots << ',' << p.time_us << ','
+          << p.ideal_us << ',' << p.paused_us << ',' << p.pause_frames << ',' << p.peak_queue << ',' << p.ecn_marks
+          << ',' << p.cnps << ',' << p.writes << ',' << p.drops << ',' << p.second_job_us << ',' << (p.ok ? 1 : 0)
+          << '\n';
+}
+
+void write_steps_csv(const std::string &path, const Point &p)
+{
+    std::ofstream o(path);
+    o << "step,done_us\n";
+    for (size_t i = 0; i < p.step_done_us.size(); ++i) o << i << ',' << p.step_done_us[i] << '\n';
+}
+
+// The plot script beside this program's source (installed next to it), if matplotlib is there.
+void plot(const std::string &dir, const std::string &title)
+{
+    // Installed beside the program's data, else (an uninstalled build) in the source tree.
+    std::string script = std::getenv("GPURDMA_FABRIC_PLOT") ? std::getenv("GPURDMA_FABRIC_PLOT") : "";
+    for (const char *candidate : {GPURDMA_FABRIC_PLOT_SCRIPT, GPURDMA_FABRIC_PLOT_SOURCE})
+        if (script.empty() && std::ifstream(candidate)) script = candidate;
+    // The first python3 with matplotlib: the one on the PATH, else Debian's.
+    std::string python;
+    for (const char *candidate : {"python3", "/usr/bin/python3"})
+        if (python.empty() &&
+            std::system((std::string(candidate) + " -c 'import matplotlib' 2>/dev/null").c_str()) == 0)
+            python = candidate;
+    if (python.empty()) {
+        std::printf("plot: skipped (no python3 with matplotlib; Debian: apt-get install python3-matplotlib)\n");
+        return;
+    }
+    const std::string cmd = python + " '" + script + "' '" + dir + "' '" + title + "'";
+    if (std::system(cmd.c_str()) != 0) std::printf("plot: %s failed\n", cmd.c_str());
+}
+
+// What gpurdma's planner picks for the whole communicator on this cluster (schedule_dag.h's
+// planner_params: the cost model a calibrated run would have).
+std::string planner_choice(const ClusterSpec &spec, size_t size, size_t chunk)
+{
+    const gpurdma::topo::Topology t = cluster_topology(spec);
+    const gpurdma::plan::PlanParams params = planner_params(spec, chunk);
+    const auto a = gpurdma::plan::choose_algorithm(t, size, params);
+    return gpurdma::plan::algorithm_name(a);
+}
+
+int run_validate()
+{
+    std::printf("%s", validation_report().c_str());
+    return 0;
+}
+
+int run_grid(const Options &o, const ClusterSpec &spec)
+{
+    std::printf("cluster: %s\n", spec.describe().c_str());
+    std::printf(
+        "allreduce of %s: each rail plane allreduces a %s slice across %d nodes; ideal (2(n-1)/n x slice / "
+        "%.0f Gb/s) %.0f us\n",
+        bytes_text(o.size).c_str(), bytes_text(o.size / spec.gpus_per_node).c_str(), spec.nodes, spec.nic_gbps,
+        ideal_us(spec, o.size));
+    std::printf("gpurdma's planner (cost model from this cluster) chooses: %s\n\n",
+                planner_choice(spec, o.size, o.chunks.front()).c_str());
+    print_header(o.second_job);
+    std::vector<Point> points;
+    for (RailAlgorithm a : o.algorithms)
+        for (size_t chunk : o.chunks)
+            for (int slots : o.slots) {
+                points.push_back(run_point(spec, a, o.size, chunk, slots, o.second_job));
+                print_point(points.back(), o.second_job);
+            }
+    for (const Point &p : points)
+        if (p.ok && p.algorithm == RailAlgorithm::Hierarchical && p.chunk == kDefaultChunk &&
+            p.slots == gpurdma::algo::rail_slots_for(0, kDefaultSlots, p.chunk, spec.nodes))
+            std::printf("\nwith gpurdma's defaults (%s chunks, %d in flight per rail peer): %.0f us, %.2f x ideal\n",
+                        bytes_text(p.chunk).c_str(), p.slots, p.time_us, p.time_us / p.ideal_us);
+    if (const Point *best = recommend(points)) {
+        std::printf(
+            "\nrecommended: --mca coll_gpurdma_chunk_size %zu --mca coll_gpurdma_rail_slots %d (%s: %.0f us, "
+            "%.2f x ideal, PFC paused %.0f us)\n",
+            best->chunk, best->slots, rail_algorithm_name(best->algorithm), best->time_us,
+            best->time_us / best->ideal_us, best->paused_us);
+        // What the chunk size costs in memory: every channel holds its slots x chunk_size.
+        const size_t shm = static_cast<size_t>(spec.gpus_per_node - 1) * 4 * best->chunk;
+        const size_t rail = 2 * static_cast<size_t>(best->slots) * best->chunk;
+        std::printf(
+            "  memory per rank at that chunk size: %s of shared-memory slots (%d node peers x "
+            "coll_gpurdma_slots 4), %s of rail landing slots (2 ring neighbours)\n",
+            bytes_text(shm).c_str(), spec.gpus_per_node - 1, bytes_text(rail).c_str());
+        if (best->algorithm != RailAlgorithm::Hierarchical)
+            std::printf(
+                "  (%s is not what gpurdma runs between nodes, the hierarchical rail stage is: the row says "
+                "what that schedule would gain)\n",
+                rail_algorithm_name(best->algorithm));
+        if (!o.out.empty()) write_steps_csv(o.out + "/steps.csv", *best);
+    }
+    if (!o.out.empty()) {
+        write_csv(o.out + "/sweep.csv", spec, o.size, points);
+        std::printf("table: %s/sweep.csv\n", o.out.c_str());
+        plot(o.out, spec.describe() + "; allreduce " + bytes_text(o.size));
+    }
+    return 0;
+}
+
+}  // namespace
+
+int main(int argc, char **argv)
+{
+    Options o;
+    if (argc < 2) return usage();
+    o.command = argv[1];
+    if (o.command == "validate") return run_validate();
+    if (o.command != "plan" && o.command != "sweep") return usage();
+    if (argc < 3) return usage();
+    o.cluster = argv[2];
+    for (int i = 3; i < argc; ++i) {
+        const std::string a = argv[i];
+        const bool has = i + 1 < argc;
+        if (a == "--size" && has) {
+            if (!parse_size(argv[++i], &o.size)) return usage();
+        } else if ((a == "--chunk" || a == "--chunks") && has) {
+            for (const std::string &c : split(argv[++i])) {
+                size_t v;
+                if (!parse_size(c, &v)) return usage();
+                o.chunks.push_back(v);
+            }
+        } else if (a == "--slots" && has) {
+            for (const std::string &c : split(argv[++i])) o.slots.push_back(std::atoi(c.c_str()));
+        } else if (a == "--algorithms" && has) {
+            for (const std::string &c : split(argv[++i])) {
+                RailAlgorithm r;
+                if (!parse_rail_algorithm(c, &r)) return usage();
+                o.algorithms.push_back(r);
+            }
+        } else if (a == "--second-job") {
+            o.second_job = true;
+        } else if (a == "--out" && has) {
+            o.out = argv[++i];
+        } else if (a == "--set" && has) {
+            o.sets.push_back(argv[++i]);
+        } else {
+            return usage();
+        }
+    }
+    ClusterSpec spec;
+    std::string error;
+    if (!read_cluster_spec(o.cluster, &spec, &error)) {
+        std::cerr << "gpurdma-fabric: " << error << "\n";
+        return 1;
+    }
+    for (const std::string &s : o.sets) {
+        const size_t eq = s.find('=');
+        if (eq == std::string::npos || !set_cluster_key(&spec, s.substr(0, eq), s.substr(eq + 1), &error)) {
+            std::cerr << "gpurdma-fabric: --set " << s << ": " << (eq == std::string::npos ? "not key=value" : error)
+                      << "\n";
+            return 1;
+        }
+    }
+    for (int s : o.slots)
+        if (s < 1 || s > 64) return usage();
+    if (o.command == "plan") {
+        // gpurdma's defaults (256 KiB chunks, 4 slots) against a few larger settings, for its plan.
+        if (o.chunks.empty()) o.chunks = {256u << 10, 1u << 20, 4u << 20, 16u << 20};
+        if (o.slots.empty()) o.slots = {1, 2, 4, 16};
+        if (o.algorithms.empty()) o.algorithms = {RailAlgorithm::Hierarchical};
+    } else {
+        if (o.chunks.empty()) o.chunks = {256u << 10, 1u << 20, 4u << 20, 16u << 20};
+        if (o.slots.empty()) o.slots = {1, 2, 4, 8, 16};
+        if (o.algorithms.empty()) o.algorithms = {RailAlgorithm::Hierarchical, RailAlgorithm::Ring};
+    }
+    return run_grid(o, spec);
+}
