@@ -312,9 +312,9 @@ run_retry "lifecycle np=2 over UCX tcp" used 600 UCX_TLS=tcp -- -np 2 "${on[@]}"
         # copies, rank 1's node peer stages with it (the node's board says host), the
         # other node runs on its GPUs; the declined calls stage through HIP's copies too.
         if [ ${#device_x[@]} -gt 0 ] && [ -f "$fake_hip/libamdhip64.so.5" ]; then
-            both_on=("${on[@]}" -x "LD_LIBRARY_PATH=$build/tests/gpu/fake:$fake_hip${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-                -x GPURDMA_FAKE_CUDA_LEAKS=1 --mca coll_gpurdma_timeout 20 --mca coll_gpurdma_chunk_size 16384
-                --mca coll_gpurdma_verbose 2)
+            both_on=(--mca coll_gpurdma_priority 100 --mca coll_gpurdma_verbose 2
+                -x "LD_LIBRARY_PATH=$build/tests/gpu/fake:$fake_hip${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+                -x GPURDMA_FAKE_CUDA_LEAKS=1 --mca coll_gpurdma_timeout 20 --mca coll_gpurdma_chunk_size 16384)
             USED_PATTERN="a HIP buffer beside gpurdma's CUDA runtime: staged through host memory by HIP's copies" run \
                 "CUDA and HIP buffers in one call, 2x2 logical nodes" used 120 -- -np 4 "${both_on[@]}" \
                 --mca coll_gpurdma_logical_nodes 2 "$bin/device_check" --max-bytes 262144 --other-vendor-ranks 1
