@@ -279,12 +279,12 @@ int run_grid(const Options &o, const ClusterSpec &spec)
             best->chunk, best->slots, rail_algorithm_name(best->algorithm), best->time_us,
             best->time_us / best->ideal_us, best->paused_us);
         // What the chunk size costs in memory: every channel holds its slots x chunk_size.
-        const size_t shm = static_cast<size_t>(spec.gpus_per_node - 1) * 4 * best->chunk;
+        const size_t shm = static_cast<size_t>(spec.gpus_per_node - 1) * kDefaultSlots * best->chunk;
         const size_t rail = 2 * static_cast<size_t>(best->slots) * best->chunk;
         std::printf(
             "  memory per rank at that chunk size: %s of shared-memory slots (%d node peers x "
-            "coll_gpurdma_slots 4), %s of rail landing slots (2 ring neighbours)\n",
-            bytes_text(shm).c_str(), spec.gpus_per_node - 1, bytes_text(rail).c_str());
+            "coll_gpurdma_slots %d), %s of rail landing slots (2 ring neighbours)\n",
+            bytes_text(shm).c_str(), spec.gpus_per_node - 1, kDefaultSlots, bytes_text(rail).c_str());
         if (best->algorithm != RailAlgorithm::Hierarchical)
             std::printf(
                 "  (%s is not what gpurdma runs between nodes, the hierarchical rail stage is: the row says "

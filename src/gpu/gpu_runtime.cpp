@@ -39,6 +39,44 @@ unsigned long long objects_added()
     return adds;
 }
 
+const char *name_of(Vendor vendor, const char *none)
+{
+    switch (vendor) {
+        case Vendor::Cuda: return "CUDA";
+        case Vendor::Hip: return "HIP";
+        default: return none;
+    }
+}
+
+// "cuFoo failed: <runtime's text> (error N)"; the callers name the driver API's call, and
+// HIP's counterpart has the same name after its prefix.
+std::string call_failed(const DriverApi &api, Vendor vendor, const std::string &call, CUresult rc)
+{
+    const char *text = nullptr;
+    if (api.get_error_string) api.get_error_string(rc, &text);
+    std::string name = call;
+    if (vendor == Vendor::Hip && name.compare(0, 2, "cu") == 0) name = "hip" + name.substr(2);
+    return name + " failed: " + (text ? text : "unknown error") + " (error " + std::to_string(rc) + ")";
+}
+
+// cuMemcpy with unified addressing, returning once the bytes are in place: cuMemcpy
+// returns before its bytes land in GPU memory when they come from pageable host memory
+// or another GPU buffer, and the legacy stream it ran on tells when they have.
+Status synchronous_copy(const DriverApi &api, Vendor vendor, void *dst, const void *src, size_t bytes)
+{
+    const int rc = api.memcpy_sync(reinterpret_cast<CUdeviceptr>(dst), reinterpret_cast<CUdeviceptr>(src), bytes);
+    if (rc != 0)
+        return Status::error(GPURDMA_ERR_TRANSPORT,
+                             call_failed(api, vendor, "cuMemcpy of " + std::to_string(bytes) + " bytes", rc));
+    if (api.stream_synchronize) {
+        const int synced = api.stream_synchronize(reinterpret_cast<CUstream>(0x1));  // CU_STREAM_LEGACY
+        if (synced != 0)
+            return Status::error(GPURDMA_ERR_TRANSPORT,
+                                 call_failed(api, vendor, "cuStreamSynchronize after cuMemcpy", synced));
+    }
+    return Status::ok();
+}
+
 }  // namespace
 
 void GpuRuntime::disable(Vendor vendor)
@@ -98,48 +136,25 @@ Vendor GpuRuntime::other_vendor() const
 
 const char *GpuRuntime::other_vendor_name() const
 {
-    switch (other_vendor()) {
-        case Vendor::Cuda: return "CUDA";
-        case Vendor::Hip: return "HIP";
-        default: return "no other GPU runtime";
-    }
+    return name_of(other_vendor(), "no other GPU runtime");
 }
 
 Status GpuRuntime::copy_other_vendor(void *dst, const void *src, size_t bytes) const
 {
     const DriverApi *other = other_.load(std::memory_order_acquire);
     if (!other) return Status::error(GPURDMA_ERR_TRANSPORT, "no other GPU runtime loaded");
-    const std::string call = std::string(other_vendor_ == Vendor::Hip ? "hipMemcpy" : "cuMemcpy") + " of " +
-                             std::to_string(bytes) + " bytes (" + other_vendor_name() + " buffer)";
-    int rc = other->memcpy_sync(reinterpret_cast<CUdeviceptr>(dst), reinterpret_cast<CUdeviceptr>(src), bytes);
-    // As in copy(): the bytes are in place once the legacy (null) stream has reached the copy.
-    if (rc == 0 && other->stream_synchronize) rc = other->stream_synchronize(reinterpret_cast<CUstream>(0x1));
-    if (rc != 0) {
-        const char *text = nullptr;
-        if (other->get_error_string) other->get_error_string(rc, &text);
-        return Status::error(GPURDMA_ERR_TRANSPORT, call + " failed: " + (text ? text : "unknown error") + " (error " +
-                                                        std::to_string(rc) + ")");
-    }
-    return Status::ok();
+    const Status copied = synchronous_copy(*other, other_vendor_, dst, src, bytes);
+    return copied.is_ok() ? copied : copied.prefixed(std::string("copying a ") + other_vendor_name() + " buffer: ");
 }
 
 const char *GpuRuntime::vendor_name() const
 {
-    switch (vendor_) {
-        case Vendor::Cuda: return "CUDA";
-        case Vendor::Hip: return "HIP";
-        default: return "no GPU runtime";
-    }
+    return name_of(vendor_, "no GPU runtime");
 }
 
 std::string GpuRuntime::error_text(const char *call, CUresult rc) const
 {
-    const char *text = nullptr;
-    if (api_.get_error_string) api_.get_error_string(rc, &text);
-    // The callers name the driver API's call; HIP's counterpart has the same name after its prefix.
-    std::string name = call;
-    if (vendor_ == Vendor::Hip && name.compare(0, 2, "cu") == 0) name = "hip" + name.substr(2);
-    return name + " failed: " + (text ? text : "unknown error") + " (error " + std::to_string(rc) + ")";
+    return call_failed(api_, vendor_, call, rc);
 }
 
 Status GpuRuntime::failure(const char *call, CUresult rc) const
@@ -199,15 +214,7 @@ Status GpuRuntime::copy(void *dst, const void *src, size_t bytes, void *context)
 {
     if (!ok_) return Status::error(GPURDMA_ERR_TRANSPORT, why_);
     ContextScope scope(context);
-    const int rc = api_.memcpy_sync(reinterpret_cast<CUdeviceptr>(dst), reinterpret_cast<CUdeviceptr>(src), bytes);
-    if (rc != 0) return failure(("cuMemcpy of " + std::to_string(bytes) + " bytes").c_str(), rc);
-    // cuMemcpy returns before its bytes land in GPU memory when they come from pageable
-    // host memory or another GPU buffer: the legacy stream it ran on tells when they have.
-    if (api_.stream_synchronize) {
-        const int synced = api_.stream_synchronize(reinterpret_cast<CUstream>(0x1));  // CU_STREAM_LEGACY
-        if (synced != 0) return failure("cuStreamSynchronize after cuMemcpy", synced);
-    }
-    return Status::ok();
+    return synchronous_copy(api_, vendor_, dst, src, bytes);
 }
 
 ContextScope::ContextScope(CUcontext ctx)
