@@ -38,6 +38,12 @@ for f in "$launcher" "$build/tests/gpu/kernel_check" "$fake/libamdhip64.so.5"; d
 done
 # Only the HIP stand-in: a libcuda.so.1 found first would make the process a CUDA one.
 export LD_LIBRARY_PATH=$fake${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+# Nor the real ROCm stack: where hipcc is installed (Debian 13), UCX's rocm modules load
+# the real libhsa-runtime64 and libhsakmt into every rank, beside the stand-in HIP and
+# with no GPU under them. One rank of 6 then hung once (1 of 11 runs of this suite under
+# load, and in CI) in ucp_init, waiting for UCM's memory-event lock that no thread held;
+# not seen without that mix. On an AMD node the real stack is the one HIP runs on.
+export UCX_MODULES=^rocm
 export GPURDMA_FAKE_CUDA_LEAKS=1
 probe=$("$launcher" --mode probe) || { echo "FAIL: the HIP stand-in is not picked: $probe"; exit 1; }
 case $probe in
