@@ -4,11 +4,13 @@
 // PFC, ECN and DCQCN, not what a given cluster will do.
 //
 //   gpurdma-fabric validate
+//   gpurdma-fabric speed [--mtu BYTES]   (the model's own speed: docs/FABRIC-MODEL.md)
 //   gpurdma-fabric plan CLUSTER --size BYTES [--chunk BYTES] [--slots K] [--second-job] [--out DIR]
 //   gpurdma-fabric sweep CLUSTER --size BYTES [--chunks A,B,..] [--slots A,B,..] [--algorithms hier,ring,rd]
 //                        [--second-job] [--out DIR]     (algorithms: hier, hier-rd, ring, rd; schedule_dag.h)
 // CLUSTER: a file of `key = value` lines (contrib/fabric/clusters/*.conf); --set key=value
 // overrides one key. --out DIR writes the table as CSV and, with python3-matplotlib, a plot.
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -20,6 +22,7 @@
 
 #include "algo/rail_admission.h"
 #include "cluster_spec.h"
+#include "fabric_model.h"
 #include "plan/planner.h"
 #include "schedule_dag.h"
 #include "topo/topology.h"
@@ -94,6 +97,7 @@ std::vector<std::string> split(const std::string &s)
 int usage()
 {
     std::cerr << "usage: gpurdma-fabric validate\n"
+                 "       gpurdma-fabric speed [--mtu BYTES]\n"
                  "       gpurdma-fabric plan CLUSTER --size BYTES [--chunk BYTES] [--slots K] [--second-job] "
                  "[--out DIR] [--set key=value]...\n"
                  "       gpurdma-fabric sweep CLUSTER --size BYTES [--chunks A,B,..] [--slots A,B,..] "
@@ -249,6 +253,43 @@ int run_validate()
     return 0;
 }
 
+// The model's own speed: a ring on 128 hosts (two tiers, 16 and 32 per leaf), 127 steps
+// of 0.5 MiB to the next host, each step after the previous one arrived.
+int run_speed(uint32_t mtu)
+{
+    const int hosts = 128;
+    for (int per_leaf : {16, 32}) {
+        FabricParams p;
+        if (mtu > 0) p.mtu = mtu;
+        Simulator sim(Topology::two_tier(hosts, per_leaf, per_leaf), p);
+        std::vector<MessageId> prev(hosts, -1);
+        for (int step = 0; step < hosts - 1; ++step) {
+            std::vector<MessageId> cur(hosts);
+            for (int h = 0; h < hosts; ++h) {
+                Message m;
+                m.src = h;
+                m.dst = (h + 1) % hosts;
+                m.bytes = 512 << 10;
+                const MessageId from = prev[(h + hosts - 1) % hosts];
+                if (from >= 0) m.after = {from};
+                m.tag = step;
+                cur[h] = sim.add(m);
+            }
+            prev = cur;
+        }
+        const auto t0 = std::chrono::steady_clock::now();
+        const Result r = sim.run();
+        const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        if (!r.ok) {
+            std::fprintf(stderr, "gpurdma-fabric speed: %s\n", r.error.c_str());
+            return 1;
+        }
+        std::printf("ring of 128 hosts, %d per leaf, %d spines, mtu %u: simulated %.0f us in %.2f s, %llu events\n",
+                    per_leaf, per_leaf, p.mtu, r.end_us, wall, static_cast<unsigned long long>(r.events));
+    }
+    return 0;
+}
+
 int run_grid(const Options &o, const ClusterSpec &spec)
 {
     std::printf("cluster: %s\n", spec.describe().c_str());
@@ -308,6 +349,13 @@ int main(int argc, char **argv)
     if (argc < 2) return usage();
     o.command = argv[1];
     if (o.command == "validate") return run_validate();
+    if (o.command == "speed") {
+        if (argc == 2) return run_speed(0);
+        size_t mtu = 0;
+        if (argc != 4 || std::string(argv[2]) != "--mtu" || !parse_size(argv[3], &mtu) || mtu < 64 || mtu > (1u << 20))
+            return usage();
+        return run_speed(static_cast<uint32_t>(mtu));
+    }
     if (o.command != "plan" && o.command != "sweep") return usage();
     if (argc < 3) return usage();
     o.cluster = argv[2];

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # gpurdma-fabric as a user runs it: `plan` on the 16 x 8 cluster description (the table,
 # the planner's choice, a recommendation, the CSV with one row per configuration),
-# `validate` (the model against the DCQCN paper: every scenario row printed), and the
+# `validate` (the model against the DCQCN paper: every scenario row printed), `speed` (the
+# 128-host ring that docs/FABRIC-MODEL.md times), and the
 # errors a user gets for a bad key or value. The numbers themselves are the model's tests
 # (tests/fabric/fabric_tests); here the command must work end to end.
 set -u
@@ -37,6 +38,14 @@ check "validate exits 0" test $? -eq 0
 for scenario in "fair share" "incast" "victim"; do
     check "validate reports '$scenario'" grep -qi "$scenario" "$out/validate.txt"
 done
+
+# speed: the 128-host ring (cells of 64 KiB here: 0.2 s, against 3 s at 4 KiB packets).
+"$tool" speed --mtu 65536 >"$out/speed.txt" 2>&1
+check "speed exits 0" test $? -eq 0
+check "speed prints both topologies' rings, all 127 steps simulated" \
+    test "$(grep -cE '^ring of 128 hosts, (16|32) per leaf, (16|32) spines, mtu 65536: simulated 1[0-9]{3} us in .* s, [0-9]+ events$' "$out/speed.txt")" -eq 2
+"$tool" speed --mtu 10 >"$out/bad.txt" 2>&1
+check "speed refuses an mtu under 64 bytes" test $? -eq 2
 
 "$tool" plan "$cluster" --set nodes=1 >"$out/bad.txt" 2>&1
 check "a bad value is refused" test $? -ne 0

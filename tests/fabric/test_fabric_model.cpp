@@ -5,10 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdlib>
-#include <iostream>
 #include <map>
 #include <random>
 #include <tuple>
@@ -481,46 +479,6 @@ TEST(Validation, VictimFlowSuffersFromPauseSpreadingWithoutDcqcn)
     EXPECT_GT(off.victim_paused_us, 0);
     EXPECT_GT(on.victim_gbps, 0.8 * on.victim_fair_gbps);
     EXPECT_GT(on.victim_gbps, 4 * off.victim_gbps);
-}
-
-// The model's own speed (docs/FABRIC-MODEL.md): a ring on 128 hosts, 127 steps of 0.5 MiB to
-// the next host, each step after the previous one arrived. --gtest_also_run_disabled_tests
-// --gtest_filter='*Speed*'; GPURDMA_FABRIC_MTU sets the packet size.
-TEST(Engine, DISABLED_SpeedOfA128HostRing)
-{
-    const int hosts = 128;
-    for (int per_leaf : {16, 32}) {
-        FabricParams p;
-        if (const char *mtu = std::getenv("GPURDMA_FABRIC_MTU")) p.mtu = static_cast<uint32_t>(std::atoi(mtu));
-        Simulator sim(Topology::two_tier(hosts, per_leaf, per_leaf), p);
-        std::vector<MessageId> prev(hosts, -1);
-        for (int step = 0; step < hosts - 1; ++step) {
-            std::vector<MessageId> cur(hosts);
-            for (int h = 0; h < hosts; ++h) {
-                Message m;
-                m.src = h;
-                m.dst = (h + 1) % hosts;
-                m.bytes = 512 << 10;
-                MessageId from = prev[(h + hosts - 1) % hosts];
-                if (from >= 0) m.after = {from};
-                m.tag = step;
-                cur[h] = sim.add(m);
-            }
-            prev = cur;
-        }
-        auto t0 = std::chrono::steady_clock::now();
-        Result r = sim.run();
-        double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-        ASSERT_TRUE(r.ok) << r.error;
-        std::cout << "ring of 128 hosts, " << per_leaf << " per leaf, " << per_leaf << " spines, mtu " << p.mtu
-                  << ": simulated " << r.end_us << " us in " << wall << " s, " << r.events << " events\n";
-    }
-}
-
-// The table in docs/FABRIC-MODEL.md: run with --gtest_also_run_disabled_tests --gtest_filter='*Report*'.
-TEST(Validation, DISABLED_Report)
-{
-    std::cout << validation_report();
 }
 
 }  // namespace
