@@ -41,7 +41,7 @@ export LD_LIBRARY_PATH=$fake${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 # Nor the real ROCm stack: where hipcc is installed (Debian 13), UCX's rocm modules load
 # the real libhsa-runtime64 and libhsakmt into every rank, beside the stand-in HIP and
 # with no GPU under them. One rank of 6 then hung once (1 of 11 runs of this suite under
-# load, and in CI) in ucp_init, waiting for UCM's memory-event lock that no thread held;
+# load) in ucp_init, waiting for UCM's memory-event lock that no thread held;
 # not seen without that mix. On an AMD node the real stack is the one HIP runs on.
 export UCX_MODULES=^rocm
 export GPURDMA_FAKE_CUDA_LEAKS=1
