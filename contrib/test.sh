@@ -37,7 +37,7 @@ fi
 # Each test's time: the tests run one at a time, so a log's time is its test's end.
 test_times() {
     local prev=$1 f end
-    for f in $(ls -tr tests/unit/*.log tests/mpi/*.log tests/mpich/*.log tests/cluster/*.log tests/gpu/*.log \
+    for f in $(ls -tr tests/unit/*.log tests/fabric/*.log tests/mpi/*.log tests/mpich/*.log tests/cluster/*.log tests/gpu/*.log \
         contrib/*.log 2>/dev/null); do
         [ "$(basename "$f")" = test-suite.log ] && continue
         end=$(stat -c %Y "$f")
@@ -48,12 +48,17 @@ test_times() {
 }
 start_epoch=$(date +%s)
 if ! make -j1 check; then
-    for f in tests/unit/*.log tests/mpi/*.log tests/mpich/*.log tests/cluster/*.log tests/gpu/*.log contrib/*.log; do
-        [ -f "$f" ] || continue
-        # A long log's failing step may sit above its last lines: its FAIL lines and
-        # the step headers before them first.
-        if grep -q 'FAIL' "$f"; then grep -B3 'FAIL' "$f" | head -80 || true; fi
+    # Only the failed tests' logs (automake's .trs says which): CI shows the end of what
+    # this prints, and the passing tests' tails once pushed a failing step out of it.
+    for f in tests/unit/*.log tests/fabric/*.log tests/mpi/*.log tests/mpich/*.log tests/cluster/*.log tests/gpu/*.log contrib/*.log; do
+        [ -f "$f" ] && [ -f "${f%.log}.trs" ] || continue
+        grep -qE '^:test-result: (FAIL|ERROR)' "${f%.log}.trs" || continue
+        echo "== $f, its last lines:"
         tail -60 "$f"
+        # A long log's failing step may sit above its last lines: its FAIL lines last,
+        # where CI's excerpt (the output's end) keeps them.
+        echo "== $f, its FAIL lines:"
+        grep -n 'FAIL' "$f" | grep -v 'stack of pid' | tail -30 || true
     done
     exit 1
 fi
