@@ -38,12 +38,15 @@ for f in "$launcher" "$build/tests/gpu/kernel_check" "$fake/libamdhip64.so.5"; d
 done
 # Only the HIP stand-in: a libcuda.so.1 found first would make the process a CUDA one.
 export LD_LIBRARY_PATH=$fake${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-# Nor the real ROCm stack: where hipcc is installed (Debian 13), UCX's rocm modules load
-# the real libhsa-runtime64 and libhsakmt into every rank, beside the stand-in HIP and
-# with no GPU under them. One rank of 6 then hung once (1 of 11 runs of this suite under
-# load) in ucp_init, waiting for UCM's memory-event lock that no thread held;
-# not seen without that mix. On an AMD node the real stack is the one HIP runs on.
-export UCX_MODULES=^rocm
+# UCX's memory events off (UCX_MEM_EVENTS=no: gpurdma's calls do not depend on them;
+# the TSan build runs with UCX's hooks off too). With them, Debian 13's UCX 1.18.1 hung
+# one rank of 6 in 3 of 119 runs of the 3+1+2 collectives step under load: in its first
+# ucp_init, installing UCM's memory hooks, it waited for the write side of UCM's event
+# lock while the lock counted one reader and no thread was inside a hook (the lock's
+# words read with gdb). Not seen with UCX 1.13 (Debian 12), nor in 5000 bare ucp_init
+# runs beside threads that map, unmap and exit. The other ranks then wait for it in the
+# set-up exchange (the bootstrap's allgather), which coll_gpurdma_timeout does not bound.
+export UCX_MEM_EVENTS=no
 export GPURDMA_FAKE_CUDA_LEAKS=1
 probe=$("$launcher" --mode probe) || { echo "FAIL: the HIP stand-in is not picked: $probe"; exit 1; }
 case $probe in

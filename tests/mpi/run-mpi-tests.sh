@@ -297,8 +297,7 @@ run_retry "lifecycle np=2 over UCX tcp" used 600 UCX_TLS=tcp -- -np 2 "${on[@]}"
         # looked up in them.
         fake_hip=$build/tests/gpu/fake-hip
         if [ ${#device_x[@]} -gt 0 ] && [ -f "$fake_hip/libamdhip64.so.5" ]; then
-            # UCX_MODULES=^rocm: not the real ROCm stack beside the stand-in (tests/gpu/run-gpu-hip.sh).
-            hip_on=("${on[@]}" -x "LD_LIBRARY_PATH=$fake_hip${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" -x UCX_MODULES=^rocm
+            hip_on=("${on[@]}" -x "LD_LIBRARY_PATH=$fake_hip${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
                 -x GPURDMA_FAKE_CUDA_LEAKS=1 --mca coll_gpurdma_timeout 20 --mca coll_gpurdma_chunk_size 16384)
             USED_PATTERN="device buffers up to [0-9]* bytes (HIP)" run "HIP: device buffers 2x2 logical nodes" used 120 -- \
                 -np 4 "${hip_on[@]}" --mca coll_gpurdma_logical_nodes 2 "$bin/device_check" --max-bytes 262144 \
@@ -314,7 +313,7 @@ run_retry "lifecycle np=2 over UCX tcp" used 600 UCX_TLS=tcp -- -np 2 "${on[@]}"
         # other node runs on its GPUs; the declined calls stage through HIP's copies too.
         if [ ${#device_x[@]} -gt 0 ] && [ -f "$fake_hip/libamdhip64.so.5" ]; then
             both_on=(--mca coll_gpurdma_priority 100 --mca coll_gpurdma_verbose 2
-                -x "LD_LIBRARY_PATH=$build/tests/gpu/fake:$fake_hip${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" -x UCX_MODULES=^rocm
+                -x "LD_LIBRARY_PATH=$build/tests/gpu/fake:$fake_hip${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
                 -x GPURDMA_FAKE_CUDA_LEAKS=1 --mca coll_gpurdma_timeout 20 --mca coll_gpurdma_chunk_size 16384)
             USED_PATTERN="a HIP buffer beside gpurdma's CUDA runtime: staged through host memory by HIP's copies" run \
                 "CUDA and HIP buffers in one call, 2x2 logical nodes" used 120 -- -np 4 "${both_on[@]}" \
