@@ -34,12 +34,15 @@ if [ "${GPURDMA_TEST_BUILD_ONLY:-0}" = 1 ]; then
     echo "== built; no test run (GPURDMA_TEST_BUILD_ONLY=1)"
     exit 0
 fi
+# The tests' logs: automake writes a .trs beside each test's .log.
+test_logs() {
+    local t
+    for t in tests/*/*.trs contrib/*.trs; do [ -f "$t" ] && echo "${t%.trs}.log"; done
+}
 # Each test's time: the tests run one at a time, so a log's time is its test's end.
 test_times() {
     local prev=$1 f end
-    for f in $(ls -tr tests/unit/*.log tests/fabric/*.log tests/mpi/*.log tests/mpich/*.log tests/cluster/*.log tests/gpu/*.log \
-        contrib/*.log 2>/dev/null); do
-        [ "$(basename "$f")" = test-suite.log ] && continue
+    for f in $(ls -tr $(test_logs)); do
         end=$(stat -c %Y "$f")
         [ "$end" -ge "$prev" ] || continue
         echo "   $((end - prev)) s  ${f%.log}"
@@ -50,8 +53,7 @@ start_epoch=$(date +%s)
 if ! make -j1 check; then
     # Only the failed tests' logs (automake's .trs says which): CI shows the end of what
     # this prints, and the passing tests' tails once pushed a failing step out of it.
-    for f in tests/unit/*.log tests/fabric/*.log tests/mpi/*.log tests/mpich/*.log tests/cluster/*.log tests/gpu/*.log contrib/*.log; do
-        [ -f "$f" ] && [ -f "${f%.log}.trs" ] || continue
+    for f in $(test_logs); do
         grep -qE '^:test-result: (FAIL|ERROR)' "${f%.log}.trs" || continue
         echo "== $f, its last lines:"
         tail -60 "$f"

@@ -284,8 +284,8 @@ int run_speed(uint32_t mtu)
             std::fprintf(stderr, "gpurdma-fabric speed: %s\n", r.error.c_str());
             return 1;
         }
-        std::printf("ring of 128 hosts, %d per leaf, %d spines, mtu %u: simulated %.0f us in %.2f s, %llu events\n",
-                    per_leaf, per_leaf, p.mtu, r.end_us, wall, static_cast<unsigned long long>(r.events));
+        std::printf("ring of %d hosts, %d per leaf, %d spines, mtu %u: simulated %.0f us in %.2f s, %llu events\n",
+                    hosts, per_leaf, per_leaf, p.mtu, r.end_us, wall, static_cast<unsigned long long>(r.events));
     }
     return 0;
 }
