@@ -37,7 +37,7 @@ fi
 # The tests' logs: automake writes a .trs beside each test's .log.
 test_logs() {
     local t
-    for t in tests/*/*.trs contrib/*.trs; do [ -f "$t" ] && echo "${t%.trs}.log"; done
+    for t in tests/*/*.trs contrib/*.trs; do if [ -f "$t" ]; then echo "${t%.trs}.log"; fi; done
 }
 # Each test's time: the tests run one at a time, so a log's time is its test's end.
 test_times() {
