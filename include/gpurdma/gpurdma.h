@@ -115,6 +115,10 @@ gpurdma_status_t gpurdma_memcpy(void *dst, const void *src, size_t bytes);
 typedef struct gpurdma_host_copies gpurdma_host_copies_t;
 gpurdma_status_t gpurdma_host_copies_create(const void *send, void *recv, size_t count, ptrdiff_t extent,
                                             ptrdiff_t true_lb, ptrdiff_t true_extent, gpurdma_host_copies_t **out);
+/* The same where the two buffers span different bytes (the other collectives): each
+ * buffer's span from its true lower bound, in bytes (a span of 0: nothing copied). */
+gpurdma_status_t gpurdma_host_copies_create_spans(const void *send, size_t send_span, ptrdiff_t send_lb, void *recv,
+                                                  size_t recv_span, ptrdiff_t recv_lb, gpurdma_host_copies_t **out);
 gpurdma_status_t gpurdma_host_copies_fill(gpurdma_host_copies_t *copies);
 void *gpurdma_host_copies_send(gpurdma_host_copies_t *copies);
 void *gpurdma_host_copies_recv(gpurdma_host_copies_t *copies);
@@ -353,9 +357,12 @@ gpurdma_status_t gpurdma_collective(gpurdma_comm_t *comm, const gpurdma_coll_arg
  *
  * A communicator runs its calls one at a time in the order they were started (every
  * rank starts collectives in the same order): a blocking call started while
- * nonblocking ones are in flight first completes those. The first call of any kind on
- * a communicator runs its set-up, a collective exchange over the bootstrap; a
- * nonblocking start does it too, before it returns.
+ * nonblocking ones are in flight first completes those. The communicator's set-up, a
+ * collective exchange over the bootstrap that waits for every rank, runs in its first
+ * blocking call (gpurdma_allreduce, gpurdma_collective) only: a nonblocking or
+ * persistent start never waits on a peer, so one made before the set-up returns
+ * GPURDMA_ERR_UNSUPPORTED (on every rank alike: every rank has made the same calls
+ * before it) and the caller hands it on. A communicator of one rank needs no set-up.
  *
  * Threads: calls on different communicators may run at the same time (config.threads).
  * Starting calls (gpurdma_allreduce, gpurdma_iallreduce, gpurdma_allreduce_init,
@@ -383,9 +390,9 @@ gpurdma_status_t gpurdma_iallreduce(gpurdma_comm_t *comm, const void *sendbuf, v
                                     gpurdma_request_t **request);
 
 /*
- * Plans a persistent allreduce: set-up, the algorithm's choice and its schedule, all
- * now; *request is inactive until gpurdma_request_start. GPURDMA_ERR_UNSUPPORTED as
- * for gpurdma_iallreduce (decided here, the same on every rank).
+ * Plans a persistent allreduce: the algorithm's choice and its schedule, now, on a
+ * communicator already set up; *request is inactive until gpurdma_request_start.
+ * GPURDMA_ERR_UNSUPPORTED as for gpurdma_iallreduce (decided here, the same on every rank).
  */
 gpurdma_status_t gpurdma_allreduce_init(gpurdma_comm_t *comm, const void *sendbuf, void *recvbuf, size_t count,
                                         gpurdma_dtype_t dtype, gpurdma_op_t op, gpurdma_complete_fn_t complete,
@@ -412,6 +419,11 @@ int gpurdma_request_free(gpurdma_request_t *request);
 
 /* Text of the last failure on this communicator ("" if none). */
 const char *gpurdma_comm_last_error(const gpurdma_comm_t *comm);
+
+/* 1 once the communicator's set-up has run (in a blocking call; whatever its verdict),
+ * or where it needs none (one rank); 0 before: its nonblocking and persistent calls are
+ * handed on (GPURDMA_ERR_UNSUPPORTED). For the caller's messages. */
+int gpurdma_comm_is_set_up(const gpurdma_comm_t *comm);
 
 /* Counters, for tests and verbose output. */
 typedef struct gpurdma_comm_stats {

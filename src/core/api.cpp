@@ -273,6 +273,11 @@ const char *gpurdma_comm_last_error(const gpurdma_comm_t *comm)
     return comm ? comm->last_error.c_str() : "";
 }
 
+int gpurdma_comm_is_set_up(const gpurdma_comm_t *comm)
+{
+    return comm && comm->set_up() ? 1 : 0;
+}
+
 void gpurdma_context_get_stats(const gpurdma_context_t *context, gpurdma_comm_stats_t *stats)
 {
     if (context && stats) *stats = context->read_totals();

@@ -113,6 +113,7 @@ Status gpurdma_comm::ensure_host_team()
     s.name = name;
     s.bootstrap = bootstrap;
     const Status st = gpurdma::algo::HostTeam::create(std::move(s), &team_);
+    set_up_.store(true, std::memory_order_release);
     if (!st.is_ok()) {
         declined_ = true;
         context->log.log(1, "%s: declined, using the previous allreduce: %s", name.c_str(), st.message().c_str());

@@ -61,6 +61,8 @@ struct gpurdma_comm final : private gpurdma::exec::CallQueue::Owner {
     std::string name;
     std::string last_error;
     gpurdma_comm_stats_t stats{};
+    // The host team's set-up has run (a blocking call; either verdict), or none is needed.
+    bool set_up() const { return size == 1 || set_up_.load(std::memory_order_acquire); }
 
 private:
     // The checks and collective set-ups a call needs before it can run or be queued:
@@ -142,6 +144,7 @@ private:
     gpurdma::exec::CallQueue calls_{*this};  // started calls, in start order; the front runs
     std::set<gpurdma_request *> persistent_;  // the caller's persistent requests, orphaned at the end
     bool declined_ = false;
+    std::atomic<bool> set_up_{false};  // team_ made or declined_: read by any thread (set_up())
     bool broken_ = false;
     uint64_t calls_begun_ = 0;  // the communicator's call numbers (engine held), alike on every rank
     std::unique_ptr<gpurdma::algo::HostTeam> team_;

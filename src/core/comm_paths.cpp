@@ -90,9 +90,21 @@ const gpurdma::exec::ProgressLoop &gpurdma_comm::loop_for(const gpurdma_request 
 Status gpurdma_comm::prepare(const gpurdma::algo::Call &call, bool device_buffers, Kind kind)
 {
     if (size == 1 && !device_buffers) return Status::ok();
+    // The set-up waits for every rank: only a blocking call may (a nonblocking or
+    // persistent start is local in MPI, and Open MPI starts some from inside its
+    // progress, where a nested wait never returns). Every rank made the same calls
+    // before this one, so every rank hands it on alike.
+    if (kind != Kind::Blocking && !set_up()) {
+        if (context->log.enabled(2) && !context->on_progress_thread())
+            context->log.log(2,
+                             "%s: %s %s before the communicator's set-up: handed on (the set-up runs in its first "
+                             "blocking collective)",
+                             name.c_str(), kind == Kind::Persistent ? "persistent" : "nonblocking",
+                             gpurdma::plan::coll_name(call.coll));
+        return Status::unsupported(name + ": not set up yet");
+    }
     // GPU buffers that the device path declines go through host memory and the host
-    // path, whose team is set up now too: a queued call cannot set up later, from
-    // another thread's progress.
+    // path, whose team is set up now too (a blocking call: see above).
     const Status host = size == 1 ? Status::ok() : ensure_host_team();
     // A blocking call on GPU buffers: the device path decides in start(), and a decline
     // without a host path is still handed on.

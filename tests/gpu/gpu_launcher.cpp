@@ -877,6 +877,13 @@ struct Rank {
             check(GPURDMA_SUM, GPURDMA_INT32, std::max<size_t>(opt.max_bytes / 4, 1), false, 5, Kind::Persistent);
             return finish(summary(), ctx, dev);
         }
+        // Nonblocking and persistent calls need the communicator's set-up, which only a
+        // blocking call runs: before it they are handed on (the caller's previous module).
+        if (default_kind() != Kind::Blocking) {
+            handed_on_before_set_up();
+            check(GPURDMA_SUM, GPURDMA_FLOAT, 1, false, 1, Kind::Blocking);
+        }
+        mixed_calls = 0;
         // Every supported op x type at a few sizes (including the long double family,
         // which stages through host memory in device mode).
         uint64_t seed = 1;
@@ -925,6 +932,26 @@ struct Rank {
             }
         }
         return finish(summary(), ctx, dev);
+    }
+
+    // A nonblocking and a persistent call on the communicator before its set-up: handed
+    // on (GPURDMA_ERR_UNSUPPORTED on every rank, nothing started).
+    void handed_on_before_set_up()
+    {
+        if (size < 2) return;
+        float in[4] = {1, 2, 3, 4}, out[4];
+        gpurdma_request_t *nb = nullptr, *p = nullptr;
+        const gpurdma_status_t a =
+            gpurdma_iallreduce(comm, in, out, 4, GPURDMA_FLOAT, GPURDMA_SUM, nullptr, nullptr, &nb);
+        const gpurdma_status_t b =
+            gpurdma_allreduce_init(comm, in, out, 4, GPURDMA_FLOAT, GPURDMA_SUM, nullptr, nullptr, &p);
+        ++checks;
+        if (a != GPURDMA_ERR_UNSUPPORTED || b != GPURDMA_ERR_UNSUPPORTED || nb || p || gpurdma_comm_is_set_up(comm)) {
+            ++failures;
+            say("FAIL rank %d: before the set-up, a nonblocking call gave %s and a persistent one %s (want "
+                "UNSUPPORTED, nothing started)\n",
+                rank, gpurdma_status_name(a), gpurdma_status_name(b));
+        }
     }
 
     // The checks on the whole run, its summary line; 0 if every check passed.

@@ -11,6 +11,10 @@
  * the rest of the input; a non-root's reduce buffer: all of it) and the 64 bytes
  * before and after it untouched.
  *
+ * First, nonblocking and persistent calls of each collective on a fresh communicator,
+ * before any blocking call on it (gpurdma hands them on: the previous module's
+ * nonblocking and persistent calls on host copies of the GPU buffers).
+ *
  * gpurdma's MPI_T counters must show it served each collective (coll_gpurdma_*_calls);
  * --expect-device: and that it took the device path (coll_gpurdma_device_calls above
  * zero on every rank that passes GPU memory). --host-ranks a,b: these world ranks pass
@@ -36,6 +40,7 @@
 
 #include "check_common.h" /* fail, xmalloc, check_totals, check_finish */
 #include "gpu_driver.h" /* cu, gpu_open, gpu_must */
+#include "persistent_coll.h"
 #include "pvars.h"
 
 static MPI_Comm g_comm;
@@ -111,9 +116,13 @@ static void buffer_free(devptr p)
     else gpu_must(cu.mem_free(p), "cuMemFree");
 }
 
-/* One call: inputs set, the call made (blocking or not), the receive span checked. */
-static void run_case(coll_t coll, bool nonblocking, bool in_place, bool is_float, size_t count, int root)
+typedef enum { BLOCKING, NONBLOCKING, PERSISTENT } call_kind;
+
+/* One call: inputs set, the call made (blocking, nonblocking, or persistent: made, then
+ * started twice with the inputs set again before each start), the receive span checked. */
+static void run_case(coll_t coll, call_kind kind, bool in_place, bool is_float, size_t count, int root)
 {
+    const bool nonblocking = kind != BLOCKING;
     const MPI_Datatype dt = is_float ? MPI_FLOAT : MPI_INT;
     const MPI_Op op = is_float ? MPI_MAX : MPI_SUM;
     const int me = g_world_rank;
@@ -161,7 +170,38 @@ static void run_case(coll_t coll, bool nonblocking, bool in_place, bool is_float
     MPI_Request req = MPI_REQUEST_NULL;
     MPI_Request *rq = nonblocking ? &req : NULL;
     int rc = MPI_SUCCESS;
-    switch (coll) {
+#if HAVE_PERSISTENT
+    if (kind == PERSISTENT) {
+        if (coll == COLL_REDUCE && in_place && me != root) {
+            to_buffer(g_send, g_in, 4 * total);
+            sbuf = (const void *)(uintptr_t)g_send;
+        }
+        switch (coll) {
+            case COLL_RSB:
+                rc = REDUCE_SCATTER_BLOCK_INIT(sbuf, rbuf, (int)count, dt, op, g_comm, MPI_INFO_NULL, rq);
+                break;
+            case COLL_RS: rc = REDUCE_SCATTER_INIT(sbuf, rbuf, counts, dt, op, g_comm, MPI_INFO_NULL, rq); break;
+            case COLL_AG:
+                rc = ALLGATHER_INIT(sbuf, (int)count, dt, rbuf, (int)count, dt, g_comm, MPI_INFO_NULL, rq);
+                break;
+            case COLL_BCAST: rc = BCAST_INIT(rbuf, (int)count, dt, root, g_comm, MPI_INFO_NULL, rq); break;
+            case COLL_REDUCE: rc = REDUCE_INIT(sbuf, rbuf, (int)count, dt, op, root, g_comm, MPI_INFO_NULL, rq); break;
+            default: break;
+        }
+        for (int start = 0; start < 2 && rc == MPI_SUCCESS; start++) {
+            if (start) { /* the inputs again (in place the first start overwrote them) */
+                to_buffer(g_recv_base, g_want, span);
+                if (send_elems && sbuf != MPI_IN_PLACE)
+                    to_buffer(g_send, g_in, 4 * (coll == COLL_REDUCE ? total : send_elems));
+            }
+            rc = MPI_Start(rq);
+            if (rc == MPI_SUCCESS) rc = MPI_Wait(rq, MPI_STATUS_IGNORE);
+        }
+        if (req != MPI_REQUEST_NULL) MPI_Request_free(&req);
+        rq = NULL;
+    }
+#endif
+    switch (kind == PERSISTENT ? COLL_N : coll) {
         case COLL_RSB:
             rc = rq ? MPI_Ireduce_scatter_block(sbuf, rbuf, (int)count, dt, op, g_comm, rq)
                     : MPI_Reduce_scatter_block(sbuf, rbuf, (int)count, dt, op, g_comm);
@@ -191,8 +231,11 @@ static void run_case(coll_t coll, bool nonblocking, bool in_place, bool is_float
     }
     if (rc == MPI_SUCCESS && rq) rc = MPI_Wait(rq, MPI_STATUS_IGNORE);
     char what[200];
-    snprintf(what, sizeof what, "%s%s %s x %zu%s root %d", nonblocking ? "nonblocking " : "", coll_name[coll],
-             is_float ? "float MAX" : "int SUM", count, in_place ? " in place" : "", root);
+    snprintf(what, sizeof what, "%s%s %s x %zu%s root %d",
+             kind == PERSISTENT ? "persistent "
+             : nonblocking      ? "nonblocking "
+                                : "",
+             coll_name[coll], is_float ? "float MAX" : "int SUM", count, in_place ? " in place" : "", root);
     if (rc != MPI_SUCCESS) {
         char msg[MPI_MAX_ERROR_STRING];
         int len = 0;
@@ -297,11 +340,29 @@ int main(int argc, char **argv)
     pvars_watch(&p, g_pvar_names, PV_COUNT);
 
     const size_t sizes[] = {1, 7, 1031, big};
+    /* First, nonblocking calls on a communicator of their own before any blocking call on
+     * it: gpurdma sets a communicator up in its first blocking call and hands these on,
+     * to the previous module's nonblocking calls on host copies of the GPU buffers. */
+    const MPI_Comm main_comm = g_comm;
+    MPI_Comm_dup(MPI_COMM_WORLD, &g_comm);
+    MPI_Comm_set_errhandler(g_comm, MPI_ERRORS_RETURN);
+    for (int k = NONBLOCKING; k <= (HAVE_PERSISTENT ? PERSISTENT : NONBLOCKING); k++)
+        for (int ip = 0; ip < 2; ip++)
+            for (int fl = 0; fl < 2; fl++) {
+                run_case(COLL_RSB, k, ip, fl, sizes[2], 0);
+                run_case(COLL_RS, k, ip, fl, sizes[2], 0);
+                run_case(COLL_AG, k, ip, fl, sizes[2], 0);
+                if (!ip) run_case(COLL_BCAST, k, false, fl, sizes[1], g_size - 1);
+                run_case(COLL_REDUCE, k, ip, fl, sizes[1], g_size - 1);
+            }
+    MPI_Comm_free(&g_comm);
+    g_comm = main_comm;
     for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++)
         for (int nb = 0; nb < 2; nb++)
             for (int ip = 0; ip < 2; ip++)
                 for (int fl = 0; fl < 2; fl++) {
-                    const bool in_place = ip, is_float = fl, nonblocking = nb;
+                    const bool in_place = ip, is_float = fl;
+                    const call_kind nonblocking = nb ? NONBLOCKING : BLOCKING;
                     run_case(COLL_RSB, nonblocking, in_place, is_float, sizes[s], 0);
                     run_case(COLL_RS, nonblocking, in_place, is_float, sizes[s], 0);
                     run_case(COLL_AG, nonblocking, in_place, is_float, sizes[s], 0);

@@ -24,6 +24,10 @@
  *   bitident    random float/double SUM (order-dependent): the same bits on every
  *               rank, within the error bound of the exact sum
  *
+ * Each communicator gets one blocking MPI_Allreduce as it is made: gpurdma sets a
+ * communicator up in its first blocking collective and hands on nonblocking and
+ * persistent calls made before it (intercomm_check covers those).
+ *
  * GPURDMA_EXPECT_USED=1 (set by the runner with gpurdma on): gpurdma must have taken
  * the calls (MPI_T counters coll_gpurdma_nonblocking_calls and
  * coll_gpurdma_persistent_calls above zero), MPI_Request_free of an active request
@@ -105,6 +109,15 @@ static void create_comms(void)
     set_comm(C_SELF, "self", MPI_COMM_SELF, false, false);
     MPI_Comm_dup(MPI_COMM_WORLD, &c);
     set_comm(C_DUP2, "dup2", c, false, true);
+    /* gpurdma sets a communicator up in its first blocking collective and hands on the
+     * nonblocking and persistent calls made before it (intercomm_check tests those): a
+     * blocking call first, so that the strict checks below are gpurdma's. */
+    for (int i = 0; i < NUM_COMMS; i++) {
+        int one = 1;
+        if (comms[i].comm != MPI_COMM_NULL &&
+            MPI_Allreduce(MPI_IN_PLACE, &one, 1, MPI_INT, MPI_SUM, comms[i].comm) != MPI_SUCCESS)
+            fail("comm %s: the first blocking allreduce failed", comms[i].name);
+    }
 }
 
 static void free_comms(void)

@@ -317,6 +317,27 @@ public:
         return b.check(check, size, 999, what + " (the set-up call)");
     }
 
+    // A nonblocking and a persistent call before the set-up (which only a blocking call
+    // runs): handed on, GPURDMA_ERR_UNSUPPORTED on every rank, no request, nothing set up.
+    bool hands_on_before_set_up(gpurdma_comm_t *c, const std::string &what)
+    {
+        Buffers b({GPURDMA_INT32, GPURDMA_SUM, 16, false});
+        b.fill(rank, 998);
+        Completion d;
+        gpurdma_request_t *nb = nullptr, *p = nullptr;
+        const gpurdma_status_t nb_st =
+            gpurdma_iallreduce(c, b.sendbuf(), b.recvbuf(), 16, GPURDMA_INT32, GPURDMA_SUM, on_complete, &d, &nb);
+        const gpurdma_status_t p_st =
+            gpurdma_allreduce_init(c, b.sendbuf(), b.recvbuf(), 16, GPURDMA_INT32, GPURDMA_SUM, on_complete, &d, &p);
+        gpurdma_comm_stats_t s{};
+        gpurdma_comm_get_stats(c, &s);
+        return check.expect(nb_st == GPURDMA_ERR_UNSUPPORTED && p_st == GPURDMA_ERR_UNSUPPORTED && !nb && !p &&
+                                s.setups == 0 && d.calls.load() == 0,
+                            what + ": nonblocking " + gpurdma_status_name(nb_st) + ", persistent " +
+                                gpurdma_status_name(p_st) + " before the set-up (want UNSUPPORTED, nothing started), " +
+                                "set-ups " + std::to_string(s.setups));
+    }
+
     bool ok(gpurdma_comm_t *c, gpurdma_status_t st, const std::string &what)
     {
         return check.expect(st == GPURDMA_OK, what + ": " + gpurdma_status_name(st) + " " + gpurdma_comm_last_error(c));
@@ -409,13 +430,14 @@ void many_outstanding(Env &env)
     std::vector<std::unique_ptr<Buffers>> bufs;
     std::vector<Completion> done(n);
     std::vector<gpurdma_request_t *> reqs(n, nullptr);
+    if (!env.hands_on_before_set_up(comm, "many") || !env.set_up(comm, "many")) return;
     for (size_t k = 0; k < n; ++k) {
         bufs.push_back(std::make_unique<Buffers>(specs[k]));
         bufs[k]->fill(env.rank, static_cast<unsigned>(k));
         const gpurdma_status_t st = gpurdma_iallreduce(comm, bufs[k]->sendbuf(), bufs[k]->recvbuf(), specs[k].count,
                                                        specs[k].dtype, specs[k].op, on_complete, &done[k], &reqs[k]);
         const std::string what = "iallreduce " + std::to_string(k);
-        if (k == 0 ? !env.first_call(comm, st, what) : !env.ok(comm, st, what)) return;
+        if (!env.ok(comm, st, what)) return;
         env.check.expect(reqs[k] != nullptr, what + ": a request");
     }
     // Reverse order: testing the last one drives the ones before it (they run in start order).
@@ -433,13 +455,13 @@ void many_outstanding(Env &env)
         digest = bufs[k]->digest(digest);
     }
     env.same_everywhere(digest, "eight results");
-    env.expect_stats(comm, n, n, 0, "after eight iallreduce");
+    env.expect_stats(comm, n + 1, n, 0, "after the set-up and eight iallreduce");
     gpurdma_comm_stats_t s{};
     gpurdma_comm_get_stats(comm, &s);
     const uint64_t between_nodes = s.ring_calls + s.rd_calls + s.hier_calls;
-    env.check.expect(env.layout.ucx() ? between_nodes == n : s.node_calls == n,
+    env.check.expect(env.layout.ucx() ? between_nodes == n + 1 : s.node_calls == n + 1,
                      "the path: node " + std::to_string(s.node_calls) + ", between nodes " +
-                         std::to_string(between_nodes) + " of " + std::to_string(n) + " calls");
+                         std::to_string(between_nodes) + " of " + std::to_string(n + 1) + " calls");
     for (size_t k = 0; k < n; ++k)
         env.check.expect(gpurdma_request_free(reqs[k]) == 0, "free of completed request " + std::to_string(k));
     for (size_t k = 0; k < n; ++k)
@@ -456,10 +478,11 @@ void blocking_after_nonblocking(Env &env)
     b.fill(env.rank, 3);
     Completion d1, d2;
     gpurdma_request_t *r1 = nullptr, *r2 = nullptr;
-    if (!env.first_call(comm,
-                        gpurdma_iallreduce(comm, a1.sendbuf(), a1.recvbuf(), a1.spec.count, a1.spec.dtype, a1.spec.op,
-                                           on_complete, &d1, &r1),
-                        "iallreduce A1"))
+    if (!env.set_up(comm, "order")) return;
+    if (!env.ok(comm,
+                gpurdma_iallreduce(comm, a1.sendbuf(), a1.recvbuf(), a1.spec.count, a1.spec.dtype, a1.spec.op,
+                                   on_complete, &d1, &r1),
+                "iallreduce A1"))
         return;
     if (!env.ok(comm,
                 gpurdma_iallreduce(comm, a2.sendbuf(), a2.recvbuf(), a2.spec.count, a2.spec.dtype, a2.spec.op,
@@ -482,7 +505,7 @@ void blocking_after_nonblocking(Env &env)
     env.same_everywhere(b.digest(a2.digest(a1.digest())), "A1, A2 and B");
     env.check.expect(gpurdma_request_test(r1) == 1 && gpurdma_request_test(r2) == 1, "test after B: complete");
     env.check.expect(gpurdma_request_free(r1) == 0 && gpurdma_request_free(r2) == 0, "free after B: released now");
-    env.expect_stats(comm, 3, 2, 0, "A1, A2, B");
+    env.expect_stats(comm, 4, 2, 0, "the set-up, A1, A2, B");
 }
 
 void persistent_starts(Env &env)
@@ -492,11 +515,12 @@ void persistent_starts(Env &env)
     Buffers p({GPURDMA_INT32, GPURDMA_SUM, 65536, false}), q({GPURDMA_DOUBLE, GPURDMA_SUM, 1000, true});
     Completion dp, dq;
     gpurdma_request_t *rp = nullptr, *rq = nullptr;
-    // The first init runs the set-up; both plan everything now.
-    if (!env.first_call(comm,
-                        gpurdma_allreduce_init(comm, p.sendbuf(), p.recvbuf(), p.spec.count, p.spec.dtype, p.spec.op,
-                                               on_complete, &dp, &rp),
-                        "allreduce_init P"))
+    // After the set-up (a blocking call), both plan everything now.
+    if (!env.hands_on_before_set_up(comm, "persistent") || !env.set_up(comm, "persistent")) return;
+    if (!env.ok(comm,
+                gpurdma_allreduce_init(comm, p.sendbuf(), p.recvbuf(), p.spec.count, p.spec.dtype, p.spec.op,
+                                       on_complete, &dp, &rp),
+                "allreduce_init P"))
         return;
     if (!env.ok(comm,
                 gpurdma_allreduce_init(comm, q.sendbuf(), q.recvbuf(), q.spec.count, q.spec.dtype, q.spec.op,
@@ -538,7 +562,7 @@ void persistent_starts(Env &env)
         digest = b.digest(digest);
     }
     env.same_everywhere(digest, "twenty persistent results");
-    env.expect_stats(comm, kStarts, 0, kStarts, "twenty starts");
+    env.expect_stats(comm, kStarts + 1, 0, kStarts, "the set-up and twenty starts");
     env.check.expect(gpurdma_request_free(rp) == 0, "free of inactive P returns 0");
     env.check.expect(gpurdma_request_free(rq) == 0, "free of inactive Q returns 0");
 }
@@ -581,10 +605,10 @@ void progress_from_another_thread(Env &env)
     a.fill(env.rank, 5);
     Completion d;
     gpurdma_request_t *r = nullptr;
-    if (!env.first_call(comm,
-                        gpurdma_iallreduce(comm, a.sendbuf(), a.recvbuf(), a.spec.count, a.spec.dtype, a.spec.op,
-                                           on_complete, &d, &r),
-                        "iallreduce"))
+    if (!env.set_up(comm, "driven") || !env.ok(comm,
+                                               gpurdma_iallreduce(comm, a.sendbuf(), a.recvbuf(), a.spec.count,
+                                                                  a.spec.dtype, a.spec.op, on_complete, &d, &r),
+                                               "iallreduce"))
         return;
     std::atomic<bool> stop{false};
     std::atomic<std::thread::id> driver_id{};
@@ -605,7 +629,7 @@ void progress_from_another_thread(Env &env)
     a.check(env.check, env.size, 5, "driven from another thread");
     env.same_everywhere(a.digest(), "driven from another thread");
     env.check.expect(gpurdma_request_test(r) == 1 && gpurdma_request_free(r) == 0, "test 1 then free 0");
-    env.expect_stats(comm, 1, 1, 0, "one iallreduce");
+    env.expect_stats(comm, 2, 1, 0, "the set-up and one iallreduce");
 }
 
 // One thread's calls on its own communicator: blocking and nonblocking, waited by
@@ -890,7 +914,9 @@ void count_zero(Env &env)
         env.check.expect(done && dp.calls.load() == 1 && dp.status.load() == GPURDMA_OK, "persistent of 0");
         env.check.expect(gpurdma_request_free(rp) == 0, "free of persistent of 0");
     }
-    // A real call after them: set-up now, and the ranks still in step.
+    // Real calls after them: handed on before the set-up, the set-up (blocking), then
+    // nonblocking again, the ranks still in step.
+    if (!env.hands_on_before_set_up(comm, "after count 0") || !env.set_up(comm, "after count 0")) return;
     Buffers a({GPURDMA_INT32, GPURDMA_SUM, 100, false});
     a.fill(env.rank, 31);
     Completion da;

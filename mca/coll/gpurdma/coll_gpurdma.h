@@ -83,7 +83,7 @@ typedef struct mca_coll_gpurdma_module {
     mca_coll_base_module_t *prev_bcast_init_module;
     mca_coll_base_module_reduce_init_fn_t prev_reduce_init;
     mca_coll_base_module_t *prev_reduce_init_module;
-    int set_up; /* the core's set-up of this communicator is done (sticky, atomic) */
+    int set_up; /* the core's set-up of this communicator is done (sticky, atomic; coll_gpurdma_collectives.c) */
     char name[96];
 } mca_coll_gpurdma_module_t;
 
@@ -118,10 +118,28 @@ typedef struct mca_coll_gpurdma_call {
     int root;
 } mca_coll_gpurdma_call_t;
 
+/* The bytes a call's buffers span on this rank from their true lower bounds (0: the
+ * buffer is not used), and whether either is GPU memory; false for an unknown collective. */
+typedef struct mca_coll_gpurdma_spans {
+    size_t send;
+    ptrdiff_t send_lb;
+    size_t recv;
+    ptrdiff_t recv_lb;
+    bool device;
+} mca_coll_gpurdma_spans_t;
+bool mca_coll_gpurdma_call_spans(const mca_coll_gpurdma_module_t *m, const mca_coll_gpurdma_call_t *c,
+                                 mca_coll_gpurdma_spans_t *out);
+/* "reduce_scatter_block", "allgather", ... for messages. */
+const char *mca_coll_gpurdma_call_name(const mca_coll_gpurdma_call_t *c);
 /* The previous module's blocking call, on host copies of GPU buffers (coll_gpurdma_collectives.c). */
 int mca_coll_gpurdma_previous_call(mca_coll_gpurdma_module_t *m, const mca_coll_gpurdma_call_t *c, const char *why);
-/* Whether a nonblocking call may run the communicator's set-up (coll_gpurdma_request.c). */
-bool mca_coll_gpurdma_may_set_up(mca_coll_gpurdma_module_t *m, gpurdma_coll_count_t count);
+/* The previous module's nonblocking or persistent call, on the buffers given. */
+int mca_coll_gpurdma_previous_request(mca_coll_gpurdma_module_t *m, const mca_coll_gpurdma_call_t *c, bool persistent,
+                                      struct ompi_info_t *info, ompi_request_t **request);
+/* A copy of the call for a request's life: its datatypes and op retained, its counts
+ * copied (released by the request's destructor); NULL if memory ran out. */
+mca_coll_gpurdma_call_t *mca_coll_gpurdma_keep_call(const mca_coll_gpurdma_module_t *m,
+                                                    const mca_coll_gpurdma_call_t *c);
 
 #if OMPI_MAJOR_VERSION < 6
 /* MPI_Reduce_scatter_block, MPI_Reduce_scatter, MPI_Allgather, MPI_Bcast, MPI_Reduce and
@@ -138,7 +156,9 @@ void mca_coll_gpurdma_release_previous_collectives(mca_coll_gpurdma_module_t *m)
 void mca_coll_gpurdma_init_classes(void);
 
 /* Releases requests whose last reference went in a completion callback (where the core's
- * engine is held); called where no gpurdma call is in progress in this thread. */
+ * engine is held); called where no gpurdma call is in progress in this thread, and only
+ * where the MPI caller may wait (blocking calls, persistent init, MPI_Start, close): the
+ * release may tear a communicator down, which waits (bounded) for its peers. */
 void mca_coll_gpurdma_release_deferred(void);
 
 /* The previous module's blocking allreduce, through host copies if a buffer is in GPU
@@ -147,6 +167,10 @@ int mca_coll_gpurdma_blocking_fallback(mca_coll_gpurdma_module_t *m, const char 
                                        gpurdma_coll_count_t count, struct ompi_datatype_t *dtype, struct ompi_op_t *op);
 /* Whether either buffer is GPU memory the previous module cannot touch. */
 bool mca_coll_gpurdma_device_buffers(const void *sbuf, const void *rbuf);
+/* Why the core handed a nonblocking or persistent call on: before the communicator's
+ * set-up, or `otherwise` (coll_gpurdma_request.c). */
+const char *mca_coll_gpurdma_declined_why(const mca_coll_gpurdma_module_t *m, const char *otherwise);
+
 /* The MPI error for a core status returned by a starting call, with its level-0 line
  * (the core prints its own failures; this names what it does not). */
 int mca_coll_gpurdma_start_error(mca_coll_gpurdma_module_t *m, gpurdma_status_t st);

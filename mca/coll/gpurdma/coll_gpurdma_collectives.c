@@ -71,7 +71,7 @@ void mca_coll_gpurdma_release_previous_collectives(mca_coll_gpurdma_module_t *m)
 
 /* ---- the previous module, on host copies of GPU buffers ---- */
 
-static const char *call_name(const mca_coll_gpurdma_call_t *c)
+const char *mca_coll_gpurdma_call_name(const mca_coll_gpurdma_call_t *c)
 {
     if (GPURDMA_COLL_REDUCE_SCATTER == c->coll) return c->rcounts ? "reduce_scatter" : "reduce_scatter_block";
     return gpurdma_coll_name(c->coll);
@@ -135,7 +135,8 @@ static int copy_in(const void *buf, size_t span, ptrdiff_t true_lb, host_copy_t 
     return MPI_SUCCESS;
 }
 
-int mca_coll_gpurdma_previous_call(mca_coll_gpurdma_module_t *m, const mca_coll_gpurdma_call_t *c, const char *why)
+bool mca_coll_gpurdma_call_spans(const mca_coll_gpurdma_module_t *m, const mca_coll_gpurdma_call_t *c,
+                                 mca_coll_gpurdma_spans_t *out)
 {
     const int size = ompi_comm_size(m->comm), rank = ompi_comm_rank(m->comm);
     const bool in_place = MPI_IN_PLACE == c->sbuf;
@@ -156,25 +157,33 @@ int mca_coll_gpurdma_previous_call(mca_coll_gpurdma_module_t *m, const mca_coll_
             send_n = (size_t)c->scount;
             recv_n = rank == c->root ? (size_t)c->scount : 0;
             break;
-        default: return MPI_ERR_INTERN;
+        default: return false;
     }
     if (GPURDMA_COLL_BCAST == c->coll || in_place) send_n = 0;
-    ptrdiff_t send_lb, recv_lb;
-    const size_t send_span = span_of(c->sdtype, send_n, &send_lb);
-    const size_t recv_span = span_of(recv_type, recv_n, &recv_lb);
-    const bool device = mca_coll_gpurdma_globals.gpu_buffers && ((send_span && gpurdma_is_device_memory(c->sbuf)) ||
-                                                                 (recv_span && gpurdma_is_device_memory(c->rbuf)));
-    mca_coll_gpurdma_output(2, "%s: %s: fallback to the previous module (%s)%s", m->name, call_name(c), why,
-                            device ? ", staged through host memory" : "");
-    if (!device) return call_previous(m, c, c->sbuf, c->rbuf);
+    out->send = span_of(c->sdtype, send_n, &out->send_lb);
+    out->recv = span_of(recv_type, recv_n, &out->recv_lb);
+    out->device = mca_coll_gpurdma_globals.gpu_buffers && ((out->send && gpurdma_is_device_memory(c->sbuf)) ||
+                                                           (out->recv && gpurdma_is_device_memory(c->rbuf)));
+    return true;
+}
+
+int mca_coll_gpurdma_previous_call(mca_coll_gpurdma_module_t *m, const mca_coll_gpurdma_call_t *c, const char *why)
+{
+    mca_coll_gpurdma_spans_t spans;
+    if (!mca_coll_gpurdma_call_spans(m, c, &spans)) return MPI_ERR_INTERN;
+    mca_coll_gpurdma_output(2, "%s: %s: fallback to the previous module (%s)%s", m->name, mca_coll_gpurdma_call_name(c),
+                            why, spans.device ? ", staged through host memory" : "");
+    if (!spans.device) return call_previous(m, c, c->sbuf, c->rbuf);
     /* The receive span is copied in too: in place it is the operand (bcast's root data),
      * and the copy back must keep what a datatype's gaps leave alone. */
     host_copy_t s = {NULL, (void *)c->sbuf}, r = {NULL, c->rbuf};
-    int rc = copy_in(c->sbuf, send_span, send_lb, &s);
-    if (MPI_SUCCESS == rc) rc = copy_in(c->rbuf, recv_span, recv_lb, &r);
+    int rc = copy_in(c->sbuf, spans.send, spans.send_lb, &s);
+    if (MPI_SUCCESS == rc) rc = copy_in(c->rbuf, spans.recv, spans.recv_lb, &r);
     if (MPI_SUCCESS == rc) rc = call_previous(m, c, s.host, r.host);
-    if (MPI_SUCCESS == rc && r.mem && GPURDMA_OK != gpurdma_memcpy((char *)c->rbuf + recv_lb, r.mem, recv_span)) {
-        mca_coll_gpurdma_output(0, "%s: %s: copying the result back to the GPU failed", m->name, call_name(c));
+    if (MPI_SUCCESS == rc && r.mem &&
+        GPURDMA_OK != gpurdma_memcpy((char *)c->rbuf + spans.recv_lb, r.mem, spans.recv)) {
+        mca_coll_gpurdma_output(0, "%s: %s: copying the result back to the GPU failed", m->name,
+                                mca_coll_gpurdma_call_name(c));
         rc = MPI_ERR_OTHER;
     }
     free(s.mem);
@@ -265,16 +274,16 @@ static const char *const core_declined =
 /* ---- blocking ---- */
 
 /* Open MPI's own communicator creation allgathers one integer per rank over the parent
- * (MPI_Comm_dup, split): such an allgather on a communicator gpurdma has not set up goes
- * to the previous module rather than pay for the set-up (an exchange of addresses,
- * segments and endpoints) for nothing; the same on every rank (same count, same calls
- * before it). */
+ * (MPI_Comm_dup, split): such a blocking allgather on a communicator gpurdma has not set
+ * up goes to the previous module rather than pay for the set-up (an exchange of
+ * addresses, segments and endpoints) for nothing; the same on every rank (same count,
+ * same calls before it). Nonblocking calls before the set-up the core hands on itself. */
 static const char *before_set_up(mca_coll_gpurdma_module_t *m, const gpurdma_coll_args_t *a)
 {
-    if (GPURDMA_COLL_ALLGATHER != a->coll ||
-        mca_coll_gpurdma_may_set_up(m, (gpurdma_coll_count_t)(a->count > 1 ? 2 : a->count)))
-        return NULL;
-    return "one element before the communicator's set-up";
+    if (GPURDMA_COLL_ALLGATHER != a->coll || a->count > 1 || __atomic_load_n(&m->set_up, __ATOMIC_ACQUIRE)) return NULL;
+    if (!gpurdma_comm_is_set_up(m->core)) return "one element before the communicator's set-up";
+    __atomic_store_n(&m->set_up, 1, __ATOMIC_RELEASE);
+    return NULL;
 }
 
 static int blocking(mca_coll_gpurdma_module_t *m, const mca_coll_gpurdma_call_t *c)
@@ -297,9 +306,8 @@ static int blocking(mca_coll_gpurdma_module_t *m, const mca_coll_gpurdma_call_t 
 
 /* ---- nonblocking and persistent ---- */
 
-/* The previous module's nonblocking or persistent call (host buffers only). */
-static int previous_request(mca_coll_gpurdma_module_t *m, const mca_coll_gpurdma_call_t *c, bool persistent,
-                            struct ompi_info_t *info, ompi_request_t **request)
+int mca_coll_gpurdma_previous_request(mca_coll_gpurdma_module_t *m, const mca_coll_gpurdma_call_t *c, bool persistent,
+                                      struct ompi_info_t *info, ompi_request_t **request)
 {
     struct ompi_communicator_t *comm = m->comm;
     switch (c->coll) {
@@ -357,13 +365,9 @@ static bool call_on_device(const mca_coll_gpurdma_call_t *c)
     return MPI_IN_PLACE != c->sbuf && c->sbuf && gpurdma_is_device_memory(c->sbuf);
 }
 
-/* A persistent request whose every start runs the previous blocking call (on host copies
- * of GPU buffers): the call kept, its types and op retained, its counts copied. */
-static int blocking_start_request(mca_coll_gpurdma_module_t *m, const mca_coll_gpurdma_call_t *c, const char *why,
-                                  ompi_request_t **request)
+mca_coll_gpurdma_call_t *mca_coll_gpurdma_keep_call(const mca_coll_gpurdma_module_t *m,
+                                                    const mca_coll_gpurdma_call_t *c)
 {
-    mca_coll_gpurdma_request_t *r = mca_coll_gpurdma_request_new(m, m->comm, true);
-    if (NULL == r) return OMPI_ERR_OUT_OF_RESOURCE;
     mca_coll_gpurdma_call_t *kept = malloc(sizeof *kept);
     int *counts = NULL;
     if (kept && c->rcounts) {
@@ -374,19 +378,31 @@ static int blocking_start_request(mca_coll_gpurdma_module_t *m, const mca_coll_g
     if (NULL == kept || (c->rcounts && NULL == counts)) {
         free(kept);
         free(counts);
-        OBJ_RELEASE(r);
-        return OMPI_ERR_OUT_OF_RESOURCE;
+        return NULL;
     }
     *kept = *c;
     kept->rcounts = counts;
     if (kept->sdtype) OBJ_RETAIN(kept->sdtype);
     if (kept->rdtype) OBJ_RETAIN(kept->rdtype);
     if (kept->op) OBJ_RETAIN(kept->op);
-    r->call = kept;
+    return kept;
+}
+
+/* A persistent request whose every start runs the previous blocking call (on host copies
+ * of GPU buffers): the call kept, its types and op retained, its counts copied. */
+static int blocking_start_request(mca_coll_gpurdma_module_t *m, const mca_coll_gpurdma_call_t *c, const char *why,
+                                  ompi_request_t **request)
+{
+    mca_coll_gpurdma_request_t *r = mca_coll_gpurdma_request_new(m, m->comm, true);
+    if (NULL == r) return OMPI_ERR_OUT_OF_RESOURCE;
+    if (NULL == (r->call = mca_coll_gpurdma_keep_call(m, c))) {
+        OBJ_RELEASE(r);
+        return OMPI_ERR_OUT_OF_RESOURCE;
+    }
     r->blocking = true;
     r->why = why;
     mca_coll_gpurdma_output(2, "%s: persistent %s runs the previous blocking call at each start (%s)", m->name,
-                            call_name(c), why);
+                            mca_coll_gpurdma_call_name(c), why);
     *request = &r->super;
     return MPI_SUCCESS;
 }
@@ -394,14 +410,19 @@ static int blocking_start_request(mca_coll_gpurdma_module_t *m, const mca_coll_g
 static int request_fallback(mca_coll_gpurdma_module_t *m, const mca_coll_gpurdma_call_t *c, const char *why,
                             bool persistent, struct ompi_info_t *info, ompi_request_t **request)
 {
-    if (!call_on_device(c) && has_previous_request(m, c, persistent)) {
-        mca_coll_gpurdma_output(2, "%s: %s: fallback to the previous %s call (%s)", m->name, call_name(c),
-                                persistent ? "persistent" : "nonblocking", why);
-        return previous_request(m, c, persistent, info, request);
+    if (has_previous_request(m, c, persistent)) {
+        const bool device = call_on_device(c);
+        mca_coll_gpurdma_output(2, "%s: %s: fallback to the previous %s call (%s)%s", m->name,
+                                mca_coll_gpurdma_call_name(c), persistent ? "persistent" : "nonblocking", why,
+                                device ? ", staged through host memory" : "");
+        /* GPU buffers: the previous module's call on host copies (never a blocking call
+         * here: a nonblocking start must not wait on its peers). */
+        if (device) return mca_coll_gpurdma_staged_request(m, c, persistent, info, request);
+        return mca_coll_gpurdma_previous_request(m, c, persistent, info, request);
     }
     if (persistent) return blocking_start_request(m, c, why, request);
-    /* GPU buffers (or no previous nonblocking call): done now, on host copies, and the
-     * request is one MPI_Wait/MPI_Test find complete. */
+    /* No previous nonblocking call at all (no lower module has one): done now, on host
+     * copies of GPU buffers, and the request is one MPI_Wait/MPI_Test find complete. */
     int rc = mca_coll_gpurdma_previous_call(m, c, why);
     if (MPI_SUCCESS != rc) return rc;
     *request = &ompi_request_empty;
@@ -411,12 +432,12 @@ static int request_fallback(mca_coll_gpurdma_module_t *m, const mca_coll_gpurdma
 static int with_request(mca_coll_gpurdma_module_t *m, const mca_coll_gpurdma_call_t *c, bool persistent,
                         struct ompi_info_t *info, ompi_request_t **request)
 {
-    mca_coll_gpurdma_release_deferred();
+    /* Not at a nonblocking start, which Open MPI may make from inside its progress. */
+    if (persistent) mca_coll_gpurdma_release_deferred();
     if (negative_count(c, ompi_comm_size(m->comm))) return MPI_ERR_COUNT;
     gpurdma_coll_args_t a;
     size_t *counts;
     const char *why = core_args(m, c, &a, &counts);
-    if (NULL == why && !persistent) why = before_set_up(m, &a);
     if (why) {
         free(counts);
         return request_fallback(m, c, why, persistent, info, request);
@@ -447,7 +468,8 @@ static int with_request(mca_coll_gpurdma_module_t *m, const mca_coll_gpurdma_cal
     r->refs = 1;
     r->handed = 0;
     OBJ_RELEASE(r);
-    if (GPURDMA_ERR_UNSUPPORTED == st) return request_fallback(m, c, core_declined, persistent, info, request);
+    if (GPURDMA_ERR_UNSUPPORTED == st)
+        return request_fallback(m, c, mca_coll_gpurdma_declined_why(m, core_declined), persistent, info, request);
     return mca_coll_gpurdma_start_error(m, st);
 }
 

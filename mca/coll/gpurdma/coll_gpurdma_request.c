@@ -10,9 +10,12 @@
  * request's req_free the first; whichever is last releases the object. The callback
  * runs with the communicator's engine held and must not call gpurdma for it, so a
  * request whose last reference goes there (its handle freed while in flight) is put
- * on a list and released at the next call into the shim, in a thread that holds
- * nothing of the core's. A request holds its module (and so the core communicator)
- * until it is released.
+ * on a list and released at the next blocking call, persistent init or MPI_Start into
+ * the shim, in a thread that holds nothing of the core's: never at a nonblocking start
+ * or a request's free, which Open MPI also makes from inside its progress, for the
+ * release may be a module's last, whose communicator's teardown waits (bounded) for its
+ * peers to take back their landing slots. A request holds its module (and so the core
+ * communicator) until it is released.
  */
 #include "coll_gpurdma_request.h"
 #include "coll_gpurdma.h"
@@ -164,7 +167,7 @@ static int request_free(ompi_request_t **rptr)
     mca_coll_gpurdma_request_t *r = (mca_coll_gpurdma_request_t *)*rptr;
     if (REQUEST_COMPLETED == __atomic_load_n(&r->super.req_complete, __ATOMIC_ACQUIRE)) await_callbacks(r);
     *rptr = MPI_REQUEST_NULL;
-    mca_coll_gpurdma_release_deferred();
+    /* No deferred releases here: Open MPI frees requests from inside its progress too. */
     /* Set before the core is told: a callback from now on completes nothing. */
     __atomic_store_n(&r->freed, 1, __ATOMIC_RELEASE);
     if (r->core) {
@@ -241,25 +244,11 @@ static const char *core_takes(struct ompi_datatype_t *dtype, struct ompi_op_t *o
 
 static const char *const core_declined = "op not defined for this datatype, or set-up declined";
 
-/*
- * Whether a nonblocking call may run the communicator's set-up (a blocking collective over
- * the previous allgather). Open MPI's own communicator creation calls MPI_Iallreduce of
- * one MPI_INT (MAX or MIN, on the parent) from inside its progress engine, where a blocking
- * wait never returns under MPI_THREAD_MULTIPLE (it waits behind its own progress loop).
- * So until the communicator is set up, by a larger MPI_Iallreduce or by any blocking or
- * persistent call, single-element calls go to the previous module: the same choice on
- * every rank (same count, same calls before it).
- */
-bool mca_coll_gpurdma_may_set_up(mca_coll_gpurdma_module_t *m, gpurdma_coll_count_t count)
+const char *mca_coll_gpurdma_declined_why(const mca_coll_gpurdma_module_t *m, const char *otherwise)
 {
-    if (__atomic_load_n(&m->set_up, __ATOMIC_ACQUIRE)) return true;
-    if (ompi_comm_size(m->comm) > 1) {
-        gpurdma_comm_stats_t stats;
-        gpurdma_comm_get_stats(m->core, &stats); /* setups goes from 0 to 1, once */
-        if (0 == stats.setups) return count > 1;
-    }
-    __atomic_store_n(&m->set_up, 1, __ATOMIC_RELEASE);
-    return true;
+    return gpurdma_comm_is_set_up(m->core)
+               ? otherwise
+               : "before the communicator's set-up, which its first blocking collective runs";
 }
 
 static int iallreduce_fallback(mca_coll_gpurdma_module_t *m, const char *why, const void *sbuf, void *rbuf,
@@ -288,11 +277,10 @@ int mca_coll_gpurdma_iallreduce(const void *sbuf, void *rbuf, gpurdma_coll_count
                                 mca_coll_base_module_t *module)
 {
     mca_coll_gpurdma_module_t *m = (mca_coll_gpurdma_module_t *)module;
-    mca_coll_gpurdma_release_deferred();
+    /* No deferred releases here: Open MPI starts MPI_Iallreduce from inside its progress. */
     gpurdma_dtype_t gdt;
     gpurdma_op_t gop;
     const char *why = core_takes(dtype, op, &gdt, &gop);
-    if (NULL == why && !mca_coll_gpurdma_may_set_up(m, count)) why = "one element before the communicator's set-up";
     if (why) return iallreduce_fallback(m, why, sbuf, rbuf, count, dtype, op, comm, request);
 #if OMPI_MAJOR_VERSION < 6
     if (count < 0) return MPI_ERR_COUNT;
@@ -316,7 +304,8 @@ int mca_coll_gpurdma_iallreduce(const void *sbuf, void *rbuf, gpurdma_coll_count
     r->handed = 0;
     OBJ_RELEASE(r);
     if (GPURDMA_ERR_UNSUPPORTED == st)
-        return iallreduce_fallback(m, core_declined, sbuf, rbuf, count, dtype, op, comm, request);
+        return iallreduce_fallback(m, mca_coll_gpurdma_declined_why(m, core_declined), sbuf, rbuf, count, dtype, op,
+                                   comm, request);
     return mca_coll_gpurdma_start_error(m, st);
 }
 
@@ -378,6 +367,7 @@ int mca_coll_gpurdma_allreduce_init(const void *sbuf, void *rbuf, gpurdma_coll_c
     r->core = NULL;
     OBJ_RELEASE(r);
     if (GPURDMA_ERR_UNSUPPORTED == st)
-        return allreduce_init_fallback(m, core_declined, sbuf, rbuf, count, dtype, op, comm, info, request);
+        return allreduce_init_fallback(m, mca_coll_gpurdma_declined_why(m, core_declined), sbuf, rbuf, count, dtype, op,
+                                       comm, info, request);
     return mca_coll_gpurdma_start_error(m, st);
 }

@@ -42,8 +42,8 @@ typedef struct mca_coll_gpurdma_request {
      * retained, its counts copied), run by mca_coll_gpurdma_previous_call at each start. */
     mca_coll_gpurdma_call_t *call;
     /* A persistent call the core declined on GPU buffers, where the previous module has
-     * a persistent allreduce: its request on host copies of the buffers
-     * (coll_gpurdma_staged_request.c). */
+     * the persistent collective: its request on host copies of the buffers
+     * (coll_gpurdma_staged_request.c; `call` then holds the call's types and op). */
     ompi_request_t *inner;
 } mca_coll_gpurdma_request_t;
 
@@ -69,6 +69,10 @@ int mca_coll_gpurdma_staged_allreduce_init(mca_coll_gpurdma_module_t *m, const v
                                            gpurdma_coll_count_t count, struct ompi_datatype_t *dtype,
                                            struct ompi_op_t *op, struct ompi_communicator_t *comm,
                                            struct ompi_info_t *info, ompi_request_t **request);
+/* The same for any collective (coll_gpurdma_collectives.c's call): the previous module's
+ * nonblocking call (its request returned) or persistent one (ours returned) on host copies. */
+int mca_coll_gpurdma_staged_request(mca_coll_gpurdma_module_t *m, const mca_coll_gpurdma_call_t *call, bool persistent,
+                                    struct ompi_info_t *info, ompi_request_t **request);
 int mca_coll_gpurdma_staged_start(mca_coll_gpurdma_request_t *r);
 void mca_coll_gpurdma_staged_release(mca_coll_gpurdma_request_t *r);
 

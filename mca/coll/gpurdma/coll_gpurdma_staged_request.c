@@ -1,6 +1,7 @@
 /*
- * A declined nonblocking or persistent allreduce on GPU buffers: the previous module's
- * nonblocking (persistent) allreduce on host copies of the buffers. The ranks of a call
+ * A declined nonblocking or persistent call on GPU buffers (allreduce, and the other
+ * collectives): the previous module's nonblocking (persistent) call on host copies of
+ * the buffers. The ranks of a call
  * may mix host and GPU buffers; each must run the same algorithm, and a host-buffer rank
  * runs the previous module's nonblocking one on its own buffers. So a GPU-buffer rank
  * runs it too, on host copies, and copies the result back when it completes.
@@ -68,8 +69,8 @@ static int staged_done(ompi_request_t *inner)
     if (NULL == c) return 0;
     gpurdma_status_t st = MPI_SUCCESS == inner->req_status.MPI_ERROR ? GPURDMA_OK : GPURDMA_ERR_TRANSPORT;
     if (GPURDMA_OK == st && GPURDMA_OK != (st = gpurdma_host_copies_copy_back(c->copies))) {
-        mca_coll_gpurdma_output(0, "%s: copying the previous module's allreduce result back to GPU memory failed (%s)",
-                                c->name, gpurdma_status_name(st));
+        mca_coll_gpurdma_output(0, "%s: copying the previous module's result back to GPU memory failed (%s)", c->name,
+                                gpurdma_status_name(st));
         inner->req_status.MPI_ERROR = MPI_ERR_OTHER;
     }
     if (c->outer) {
@@ -83,26 +84,36 @@ static int staged_done(ompi_request_t *inner)
     return 0;
 }
 
-static int new_call(mca_coll_gpurdma_module_t *m, const void *sbuf, void *rbuf, gpurdma_coll_count_t count,
-                    struct ompi_datatype_t *dtype, staged_call_t **out)
+/* Host copies of the spans of a call's buffers (send NULL or MPI_IN_PLACE: none of it). */
+static int new_call(mca_coll_gpurdma_module_t *m, const void *sbuf, void *rbuf, const mca_coll_gpurdma_spans_t *spans,
+                    staged_call_t **out)
 {
     staged_call_t *c = calloc(1, sizeof *c);
     if (NULL == c) return OMPI_ERR_OUT_OF_RESOURCE;
     c->name = m->name;
-    ptrdiff_t lb, extent, true_lb, true_extent;
-    ompi_datatype_get_extent(dtype, &lb, &extent);
-    ompi_datatype_get_true_extent(dtype, &true_lb, &true_extent);
-    gpurdma_status_t st = gpurdma_host_copies_create(sbuf == MPI_IN_PLACE ? NULL : sbuf, rbuf, (size_t)count, extent,
-                                                     true_lb, true_extent, &c->copies);
+    const void *send = sbuf == MPI_IN_PLACE || 0 == spans->send ? NULL : sbuf;
+    gpurdma_status_t st = gpurdma_host_copies_create_spans(send, spans->send, spans->send_lb, rbuf, spans->recv,
+                                                           spans->recv_lb, &c->copies);
     if (GPURDMA_OK != st) {
         free(c);
         if (GPURDMA_ERR_NO_RESOURCE == st) return OMPI_ERR_OUT_OF_RESOURCE;
-        mca_coll_gpurdma_output(0, "%s: copying GPU buffers for the previous module's allreduce failed (%s)", m->name,
+        mca_coll_gpurdma_output(0, "%s: copying GPU buffers for the previous module's call failed (%s)", m->name,
                                 gpurdma_status_name(st));
         return MPI_ERR_OTHER;
     }
     *out = c;
     return MPI_SUCCESS;
+}
+
+/* An allreduce's two buffers span the same bytes. */
+static mca_coll_gpurdma_spans_t allreduce_spans(gpurdma_coll_count_t count, struct ompi_datatype_t *dtype)
+{
+    ptrdiff_t lb, extent, true_lb, true_extent;
+    ompi_datatype_get_extent(dtype, &lb, &extent);
+    ompi_datatype_get_true_extent(dtype, &true_lb, &true_extent);
+    const size_t span = count > 0 ? (size_t)(count - 1) * (size_t)extent + (size_t)true_extent : 0;
+    mca_coll_gpurdma_spans_t spans = {span, true_lb, span, true_lb, true};
+    return spans;
 }
 
 static const void *host_send(staged_call_t *c)
@@ -116,7 +127,8 @@ int mca_coll_gpurdma_staged_iallreduce(mca_coll_gpurdma_module_t *m, const void 
                                        struct ompi_communicator_t *comm, ompi_request_t **request)
 {
     staged_call_t *c;
-    int rc = new_call(m, sbuf, rbuf, count, dtype, &c);
+    const mca_coll_gpurdma_spans_t spans = allreduce_spans(count, dtype);
+    int rc = new_call(m, sbuf, rbuf, &spans, &c);
     if (MPI_SUCCESS != rc) return rc;
     rc = m->prev_iallreduce(host_send(c), gpurdma_host_copies_recv(c->copies), count, dtype, op, comm, &c->inner,
                             m->prev_iallreduce_module);
@@ -139,7 +151,8 @@ int mca_coll_gpurdma_staged_allreduce_init(mca_coll_gpurdma_module_t *m, const v
     mca_coll_gpurdma_request_t *r = mca_coll_gpurdma_request_new(m, comm, true);
     if (NULL == r) return OMPI_ERR_OUT_OF_RESOURCE;
     staged_call_t *c;
-    int rc = new_call(m, sbuf, rbuf, count, dtype, &c);
+    const mca_coll_gpurdma_spans_t spans = allreduce_spans(count, dtype);
+    int rc = new_call(m, sbuf, rbuf, &spans, &c);
     if (MPI_SUCCESS == rc) {
         rc = m->prev_allreduce_init(host_send(c), gpurdma_host_copies_recv(c->copies), count, dtype, op, comm, info,
                                     &c->inner, m->prev_allreduce_init_module);
@@ -162,6 +175,48 @@ int mca_coll_gpurdma_staged_allreduce_init(mca_coll_gpurdma_module_t *m, const v
     return MPI_SUCCESS;
 }
 
+#if OMPI_MAJOR_VERSION < 6
+int mca_coll_gpurdma_staged_request(mca_coll_gpurdma_module_t *m, const mca_coll_gpurdma_call_t *call, bool persistent,
+                                    struct ompi_info_t *info, ompi_request_t **request)
+{
+    mca_coll_gpurdma_spans_t spans;
+    if (!mca_coll_gpurdma_call_spans(m, call, &spans)) return MPI_ERR_INTERN;
+    mca_coll_gpurdma_request_t *r = NULL;
+    if (persistent) {
+        /* Ours, holding the call (its types and op retained for the request's life). */
+        r = mca_coll_gpurdma_request_new(m, m->comm, true);
+        if (NULL == r) return OMPI_ERR_OUT_OF_RESOURCE;
+        if (NULL == (r->call = mca_coll_gpurdma_keep_call(m, call))) {
+            OBJ_RELEASE(r);
+            return OMPI_ERR_OUT_OF_RESOURCE;
+        }
+    }
+    staged_call_t *c;
+    int rc = new_call(m, call->sbuf, call->rbuf, &spans, &c);
+    if (MPI_SUCCESS == rc) {
+        mca_coll_gpurdma_call_t host = *call;
+        host.sbuf = host_send(c);
+        host.rbuf = gpurdma_host_copies_recv(c->copies);
+        rc = mca_coll_gpurdma_previous_request(m, &host, persistent, info, &c->inner);
+        if (MPI_SUCCESS != rc) free_call(c);
+    }
+    if (MPI_SUCCESS != rc) {
+        if (r) OBJ_RELEASE(r);
+        return rc;
+    }
+    add_call(c);
+    if (!persistent) {
+        *request = c->inner;
+        (void)ompi_request_set_callback(c->inner, staged_done, c->inner);
+        return MPI_SUCCESS;
+    }
+    c->outer = r;
+    r->inner = c->inner;
+    *request = &r->super;
+    return MPI_SUCCESS;
+}
+#endif
+
 int mca_coll_gpurdma_staged_start(mca_coll_gpurdma_request_t *r)
 {
     staged_call_t *c = find_call(r->inner, false);
@@ -172,7 +227,7 @@ int mca_coll_gpurdma_staged_start(mca_coll_gpurdma_request_t *r)
     /* The GPU data as it is at this start. */
     gpurdma_status_t st = gpurdma_host_copies_fill(c->copies);
     if (GPURDMA_OK != st) {
-        mca_coll_gpurdma_output(0, "%s: copying GPU buffers for the previous persistent allreduce failed (%s)", c->name,
+        mca_coll_gpurdma_output(0, "%s: copying GPU buffers for the previous persistent call failed (%s)", c->name,
                                 gpurdma_status_name(st));
         return MPI_ERR_OTHER;
     }
