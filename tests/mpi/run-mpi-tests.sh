@@ -179,6 +179,22 @@ run "thread stress np=4 2x2 logical nodes" used 60 -- -np 4 "${nb_on[@]}" --mca 
     "$bin/thread_stress_check" --threads 2 --seconds 2
 run "thread stress np=2 component off" off 60 -- -np 2 --mca op ^avx "$bin/thread_stress_check"
 
+# Communicators made where Open MPI runs collectives from inside its progress: MPI_Comm_dup
+# and MPI_Comm_idup of an intercommunicator (the context id agreed by MPI_Ireduce from a
+# request callback: a set-up that waited there hung under MPI_THREAD_MULTIPLE), and
+# nonblocking and persistent calls of every collective on fresh communicators while
+# another communicator's call is in flight (waited on by another thread at
+# MPI_THREAD_MULTIPLE). A hang fails at the limit.
+for np in 3 4 5; do
+    for level in multiple single; do
+        run "intercomm np=$np thread $level" used 90 -- -np "$np" "${nb_on[@]}" "$bin/intercomm_check" \
+            --thread "$level"
+    done
+done
+run "intercomm np=4 2x2 logical nodes" used 90 -- -np 4 "${nb_on[@]}" --mca coll_gpurdma_logical_nodes 2 \
+    "$bin/intercomm_check"
+run "intercomm np=3 component off" off 60 -- -np 3 "$bin/intercomm_check" --rounds 1
+
 # mpi4py (Debian's python3-mpi4py) at its default thread level, MPI_THREAD_MULTIPLE.
 py=""
 for c in "${PYTHON:-}" /usr/bin/python3 python3; do
@@ -190,6 +206,21 @@ else
     run "mpi4py np=2" used 60 -- -np 2 "${on[@]}" "$py" "$here/mpi4py_check.py"
     run "mpi4py np=4" used 60 -- -np 4 "${on[@]}" "$py" "$here/mpi4py_check.py"
     run "mpi4py np=2 component off" off 60 -- -np 2 "$py" "$here/mpi4py_check.py"
+    # mpi4py's own tests of intercommunicators, where its upstream suite is at hand
+    # (contrib/mpi4py-suite.sh: GPURDMA_MPI4PY_TESTS, or Debian's source package as that
+    # script keeps it; nothing is fetched here).
+    start=$SECONDS
+    GPURDMA_BUILD=$build GPURDMA_MPI4PY_NO_FETCH=1 bash "$here/../../contrib/mpi4py-suite.sh" -n "3 4" -t 120 -i test_cco_obj_inter \
+        -i test_comm_inter >"$log_dir/run.log" 2>&1
+    case $? in
+    0) passed=$((passed + 1))
+       printf 'PASS %-44s %4ds  %s\n' "mpi4py's intercomm tests np=3,4" $((SECONDS - start)) \
+           "$(grep -c '^[34] *gpurdma' "$log_dir/run.log") launches, counts as the defaults'" ;;
+    77) grep SKIP "$log_dir/run.log" ;;
+    *) failed=$((failed + 1)); names+=("mpi4py's intercomm tests")
+       printf 'FAIL %-44s %4ds\n' "mpi4py's intercomm tests np=3,4" $((SECONDS - start))
+       sed 's/^/    | /' "$log_dir/run.log" | tail -40 ;;
+    esac
 fi
 
 # A real HPC code: HPC Challenge (Debian's hpcc), whose verifications (HPL and PTRANS
