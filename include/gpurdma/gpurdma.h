@@ -162,7 +162,7 @@ typedef struct gpurdma_config {
         small_msg_max; /* largest message for the latency path (one wait on a node, recursive doubling between nodes) */
     size_t node_chunk_size; /* block of the one-node shared-memory allreduce, bytes */
     double timeout_s; /* longest wait on any peer before a collective fails */
-    const char *algorithm; /* "auto", "node", "ring", "rd" (recursive doubling) or "hier" */
+    const char *algorithm; /* "auto", "node", "ring", "rd" (recursive doubling), "hier" or "rhd" */
     const char *ucx_tls; /* UCX transports for our own context ("" = UCX default) */
     const char *logical_nodes; /* "" by host; "K" or "a,b,c": split hosts into virtual nodes */
     const char *net_devices; /* "" nearest RDMA NIC; "mlx5_0:1,..." or "^dev" to restrict; "none" */
@@ -198,6 +198,10 @@ typedef struct gpurdma_config {
     int allgather_enable; /* 0: the same for MPI_Allgather */
     int bcast_enable; /* 0: the same for MPI_Bcast */
     int reduce_enable; /* 0: the same for MPI_Reduce */
+    size_t rail_unit; /* bytes of a slice per unit of the hierarchical schedule's stage between nodes; 0: the
+                                 cost model's choice */
+    const char *rail_algorithm; /* that stage's algorithm per unit: "auto", "ring", "rd" or "rhd"
+                                 (Rabenseifner's halving-doubling) */
     int threads; /* 1: several threads may call into the context at once (MPI_THREAD_MULTIPLE): UCX's
                                  worker is created thread-safe. Not a parameter: the caller's thread level */
     gpurdma_log_fn_t log; /* may be NULL */

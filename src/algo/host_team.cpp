@@ -16,8 +16,9 @@ namespace gpurdma::algo {
 
 namespace {
 
-// 7: the agreed parameters as core/params.h writes them (HostSetup::write_agreed).
-constexpr uint32_t kWireVersion = 7;
+// 8: the agreed parameters as core/params.h writes them (HostSetup::write_agreed), with
+// rail_unit and rail_algorithm.
+constexpr uint32_t kWireVersion = 8;
 
 // A rank's placement from its set-up record: CPU list, cgroup, job processes, host CPUs.
 bool read_placement(wire::Reader &rd, topo::RankPlacement *p)
@@ -111,6 +112,9 @@ Status HostTeam::agree_on_placement()
                                        differing + ")");
     }
     topo_ = topo::build_topology(nodes_);
+    // A rail exchange's sends ahead of its receives: never more than the landing slots of
+    // any channel it may use (deadlock-free; plan/halving_doubling.h).
+    plan_.rail_window = std::min(rail_slots(), std::max(1, setup_.config->slots));
     // The whole host decides, from every rank's placement: all its ranks wait alike.
     decide_waits(placements);
     return Status::ok();

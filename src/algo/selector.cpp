@@ -5,6 +5,7 @@
 
 #include "base/text.h"
 #include "plan/planner.h"
+#include "plan/rail_choice.h"
 #include "reduce/reduce.h"
 #include "transport/shm_channels.h"
 
@@ -110,6 +111,9 @@ void Selector::log_summary(double ms) const
             plan::describe(p.model).c_str(), format_bytes(p.chunk_size).c_str(), slots, team_.rail_slots(),
             team_.describe_waits().c_str(), ms);
     if (topo.nodes() < 2) return;
+    if (topo.max_ppn() > 1)
+        log.log(1, "%s: rail stage between nodes (a float message's slices): %s", s.name.c_str(),
+                plan::describe_rail_plan(topo, p).c_str());
     // One line per node: its ranks and which rank carries each slice (rail) between nodes.
     const auto &rails = team_.rails();
     for (int k = 0; k < topo.nodes(); ++k) {

@@ -19,6 +19,7 @@ gpurdma_context::gpurdma_context(const gpurdma_config_t &c)
       net_devices(c.net_devices ? c.net_devices : ""),
       gdr_level(c.gdr_level ? c.gdr_level : "PXB"),
       rail_reduce(c.rail_reduce ? c.rail_reduce : "auto"),
+      rail_algorithm(c.rail_algorithm ? c.rail_algorithm : "auto"),
       log(c.log, c.verbose),
       engine(gpurdma::exec::ProgressPacing{c.progress_thread != 0, c.progress_thread_pause_us,
                                            c.progress_thread_grace_us, c.progress_thread_linger_us},
@@ -34,6 +35,7 @@ gpurdma_context::gpurdma_context(const gpurdma_config_t &c)
     config.net_devices = net_devices.c_str();
     config.gdr_level = gdr_level.c_str();  // the caller's strings need not outlive the context
     config.rail_reduce = rail_reduce.c_str();
+    config.rail_algorithm = rail_algorithm.c_str();
 }
 
 gpurdma::Status gpurdma_context::create(const gpurdma_config_t &c, std::unique_ptr<gpurdma_context> *out)
@@ -63,6 +65,12 @@ gpurdma::Status gpurdma_context::create(const gpurdma_config_t &c, std::unique_p
     plan.model.reduce_gbps = cfg.reduce_gbps;
     if (!gpurdma::plan::parse_algorithm(ctx->algorithm_text, &plan.algorithm))
         return gpurdma::Status::error(GPURDMA_ERR_INVALID, "unknown algorithm '" + ctx->algorithm_text + "'");
+    plan.rail_unit = cfg.rail_unit;
+    using gpurdma::plan::Algorithm;
+    if (!gpurdma::plan::parse_algorithm(ctx->rail_algorithm, &plan.rail_algorithm) ||
+        (plan.rail_algorithm != Algorithm::Auto && plan.rail_algorithm != Algorithm::Ring &&
+         plan.rail_algorithm != Algorithm::RecursiveDoubling && plan.rail_algorithm != Algorithm::HalvingDoubling))
+        return gpurdma::Status::error(GPURDMA_ERR_INVALID, "unknown rail algorithm '" + ctx->rail_algorithm + "'");
     *out = std::move(ctx);
     return gpurdma::Status::ok();
 }

@@ -22,6 +22,7 @@ struct gpurdma_context {
     std::string net_devices;  // coll_gpurdma_net_devices as given
     std::string gdr_level;  // coll_gpurdma_gdr_level as given
     std::string rail_reduce;  // coll_gpurdma_rail_reduce as given
+    std::string rail_algorithm;  // coll_gpurdma_rail_algorithm as given
     std::string rail_device;  // the NIC this process uses between nodes ("" = UCX's choice)
     std::string host;  // this host's name
     std::string node;  // this process's node: the host, or its logical node ("host#k")

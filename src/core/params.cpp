@@ -64,6 +64,14 @@ constexpr gpurdma_param_info_t choice(const char *name, size_t offset, const cha
     return {name, GPURDMA_PARAM_ENUM, offset, 0, value, 0, 0, 0, 0, nullptr, names, nullptr, level, agreed, help};
 }
 
+// coll_gpurdma_rail_algorithm's values (plan/rail_choice.h), in MCA enumerator order:
+// spellings plan::parse_algorithm takes.
+const char *rail_algorithm_name(int index)
+{
+    static const char *const names[] = {"auto", "ring", "rd", "rhd"};
+    return index >= 0 && index < 4 ? names[index] : nullptr;
+}
+
 // coll_gpurdma_rail_reduce's values (gpu/rail_mode.h), in MCA enumerator order.
 const char *rail_reduce_name(int index)
 {
@@ -172,7 +180,19 @@ const gpurdma_param_info_t kTable[] = {
            "Allreduce algorithm: auto (by message size and topology), node (one-node shared-memory "
            "reduce-scatter/allgather; auto's choice when all ranks share a node), ring, rd (recursive "
            "doubling, messages up to chunk_size), hier (node reduce-scatter, per-rail allreduce between "
-           "nodes, node allgather)"),
+           "nodes, node allgather), rhd (Rabenseifner's halving-doubling over all ranks)"),
+    number("rail_unit", SIZE, FIELD(rail_unit), 0, in(0, 1024.0 * kMiB, "is not in 0..1 GiB"), kAllRanks, 7,
+           "Bytes of a slice per unit of the hierarchical schedule's stage between nodes (each unit is "
+           "allreduced among the nodes at once, streamed through the landing slots in chunk_size pieces; GPU "
+           "buffers staged through page-locked memory take one unit per staging buffer). 0 (auto): the cost "
+           "model's choice, the smallest unit within 10% of the best estimate: one chunk where the rail's "
+           "latency is small beside its bandwidth time, up to the whole slice on many nodes "
+           "(docs/FABRIC.md)"),
+    choice("rail_algorithm", FIELD(rail_algorithm), "auto", rail_algorithm_name, kAllRanks, 7,
+           "The algorithm of each unit of the hierarchical schedule's stage between nodes: auto (the cost "
+           "model's cheapest: rd where the unit fits one landing slot and small_msg_max, else the ring or rhd), "
+           "ring, rd (recursive doubling; rhd for units over one slot), rhd (Rabenseifner's recursive-halving "
+           "reduce-scatter and recursive-doubling allgather, the nearest nodes first)"),
     text("ucx_tls", FIELD(ucx_tls), "", nullptr, nullptr, kLocal, 7,
          "UCX transports for gpurdma's own UCX context (empty: UCX_TLS or UCX's default)"),
     // Checked by the core when the context starts (topo::logical_node), one warning per host.

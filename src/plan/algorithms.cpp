@@ -4,7 +4,7 @@ namespace gpurdma::plan {
 
 namespace {
 
-// In the order the parameter lists them (auto, node, ring, rd, hier).
+// In the order the parameter lists them (auto, node, ring, rd, hier, rhd).
 const AlgorithmInfo kTable[] = {
     {Algorithm::Auto,
      "auto",
@@ -23,6 +23,10 @@ const AlgorithmInfo kTable[] = {
      "hierarchical",
      {"hier", "hierarchical"},
      "node reduce-scatter, one rail per slice between nodes, node allgather"},
+    {Algorithm::HalvingDoubling,
+     "halving-doubling",
+     {"rhd", "halving_doubling"},
+     "Rabenseifner's recursive-halving reduce-scatter and recursive-doubling allgather over all ranks"},
 };
 
 constexpr size_t kCount = sizeof kTable / sizeof kTable[0];

@@ -8,7 +8,7 @@
 
 namespace gpurdma::plan {
 
-enum class Algorithm { Auto, Ring, RecursiveDoubling, Hierarchical, Node };
+enum class Algorithm { Auto, Ring, RecursiveDoubling, Hierarchical, Node, HalvingDoubling };
 
 struct AlgorithmInfo {
     Algorithm algorithm;

@@ -5,6 +5,8 @@
 #include <cstdio>
 
 #include "plan/neighbors.h"
+#include "plan/planner.h"
+#include "plan/rail_choice.h"
 
 namespace gpurdma::plan {
 
@@ -68,23 +70,18 @@ double ring_us(const CostModel &m, const topo::Topology &t, size_t bytes, size_t
     return ring_of(m, t.size, crosses, static_cast<double>(bytes), chunk_size);
 }
 
-double hierarchical_us(const CostModel &m, const topo::Topology &t, size_t bytes, size_t chunk_size,
-                       size_t small_msg_max)
+double hierarchical_us(const topo::Topology &t, size_t bytes, const PlanParams &params)
 {
     // Node stage on the largest node: each slice owner takes k-1 slices in and sends
     // its reduced slice back to k-1 ranks; between nodes one rail per slice, the
     // rails side by side (each slice on its own NIC where there are several).
-    const int k = t.max_ppn(), nodes = t.nodes();
+    const CostModel &m = params.model;
+    const int k = t.max_ppn();
     const double slice = static_cast<double>(bytes) / k;
-    const double pieces = std::max(1.0, std::ceil(slice / static_cast<double>(chunk_size)));
+    const double pieces = std::max(1.0, std::ceil(slice / static_cast<double>(params.chunk_size)));
     const double node_stage = (k - 1) * (pieces * m.shm.alpha_us + slice / (m.shm.gbps * 1e3));
     const double reduce = (k - 1) * m.reduce_us(slice);
-    double rails = 0.0;
-    if (nodes > 1)
-        rails = slice <= static_cast<double>(small_msg_max) ? doubling_of(
-                                                                  m, nodes, slice, [](int) { return true; }, true)
-                                                            : ring_of(m, nodes, true, slice, chunk_size);
-    return 2.0 * node_stage + reduce + rails;
+    return 2.0 * node_stage + reduce + rail_stage_us(t, bytes, params);
 }
 
 std::string describe(const CostModel &m)

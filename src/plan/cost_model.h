@@ -27,12 +27,13 @@ struct CostModel {
 };
 
 // Estimated microseconds of each schedule for `bytes` on this topology, as the planner
-// builds it: pieces of at most chunk_size per message (ring, hierarchical), and the
-// hierarchical rails by recursive doubling when their slice is at most small_msg_max.
+// builds it: pieces of at most chunk_size per message.
 double recursive_doubling_us(const CostModel &m, const topo::Topology &t, size_t bytes);
 double ring_us(const CostModel &m, const topo::Topology &t, size_t bytes, size_t chunk_size);
-double hierarchical_us(const CostModel &m, const topo::Topology &t, size_t bytes, size_t chunk_size,
-                       size_t small_msg_max);
+// The hierarchical schedule: its node stages by `params.model`, its rail stage as
+// plan/rail_choice.h plans it.
+struct PlanParams;
+double hierarchical_us(const topo::Topology &t, size_t bytes, const PlanParams &params);
 
 // "shm 0.5 us + 10 GB/s, net 10 us + 3 GB/s, reduce 15 GB/s", for the set-up line.
 std::string describe(const CostModel &m);

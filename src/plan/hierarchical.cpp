@@ -3,8 +3,7 @@
 #include <algorithm>
 
 #include "plan/planner.h"
-#include "plan/recursive_doubling.h"
-#include "plan/ring.h"
+#include "plan/rail_choice.h"
 #include "plan/step_helpers.h"
 
 namespace gpurdma::plan {
@@ -17,32 +16,37 @@ Schedule build_hierarchical(const topo::Topology &t, int rank, size_t count, siz
     const int node = t.node_of[static_cast<size_t>(rank)];
     const auto &members = t.members[static_cast<size_t>(node)];
     const int slices = t.max_ppn();
+    // A block is one rail unit per slice; the node stages stream it in pieces of a
+    // landing slot, the rail takes each slice of it whole (plan/rail_choice.h).
     const size_t piece_elems = std::max<size_t>(1, params.chunk_size / elem);
-    const size_t block_elems = piece_elems * static_cast<size_t>(slices);
+    const size_t block_elems = rail_unit_elems(t, count, elem, params) * static_cast<size_t>(slices);
     const size_t blocks = (count + block_elems - 1) / block_elems;
     auto slice_of = [&](size_t b, int sl) {
         const size_t base = b * block_elems;
         return segment(base, std::min(block_elems, count - base), slices, sl);
     };
     // Slices are handled in order, each by all ranks of the node at once (owner
-    // receives, the others send): no rank waits on a slice its peers have not reached,
-    // so one landing slot per peer is enough, whatever the node sizes.
+    // receives, the others send), piece by piece: no rank waits on a slice its peers
+    // have not reached, so one landing slot per peer is enough, whatever the node sizes.
     auto node_reduce_scatter = [&](size_t b) {
         for (int sl = 0; sl < slices; ++sl) {
             const Range r = slice_of(b, sl);
             const int o = owner(t, node, sl);
-            if (!r.count) continue;
-            if (o != rank) {
-                s.steps.push_back(send(Phase::NodeReduceScatter, o, Buf::Send, r.first * elem, r.count * elem));
-            } else if (members.size() == 1) {
-                s.steps.push_back(local_copy(r.first * elem, r.count * elem));
-            } else {
-                bool first_in = true;
-                for (int m : members) {
-                    if (m == rank) continue;
-                    s.steps.push_back(recv_reduce(Phase::NodeReduceScatter, m, m < rank,
-                                                  first_in ? Buf::Send : Buf::Recv, r.first * elem, r.count * elem));
-                    first_in = false;
+            for (size_t q = 0; r.count && q < pieces_of(r, piece_elems); ++q) {
+                const Range p = piece(r, piece_elems, q);
+                if (o != rank) {
+                    s.steps.push_back(send(Phase::NodeReduceScatter, o, Buf::Send, p.first * elem, p.count * elem));
+                } else if (members.size() == 1) {
+                    s.steps.push_back(local_copy(p.first * elem, p.count * elem));
+                } else {
+                    bool first_in = true;
+                    for (int m : members) {
+                        if (m == rank) continue;
+                        s.steps.push_back(recv_reduce(Phase::NodeReduceScatter, m, m < rank,
+                                                      first_in ? Buf::Send : Buf::Recv, p.first * elem,
+                                                      p.count * elem));
+                        first_in = false;
+                    }
                 }
             }
         }
@@ -52,9 +56,7 @@ Schedule build_hierarchical(const topo::Topology &t, int rank, size_t count, siz
         for (int sl = 0; sl < slices; ++sl) {
             const Range r = slice_of(b, sl);
             if (!r.count || owner(t, node, sl) != rank) continue;
-            const Group g = rail(t, sl, node);
-            if (r.count * elem <= params.small_msg_max) append_recursive_doubling(s.steps, g, r.first, r.count, elem);
-            else append_ring(s.steps, g, Buf::Recv, r.first, r.count, elem, params.chunk_size);
+            append_rail(s.steps, rail(t, sl, node), Buf::Recv, r.first, r.count, elem, params);
         }
     };
     auto node_allgather = [&](size_t b) {
@@ -62,14 +64,16 @@ Schedule build_hierarchical(const topo::Topology &t, int rank, size_t count, siz
         for (int sl = 0; sl < slices; ++sl) {
             const Range r = slice_of(b, sl);
             const int o = owner(t, node, sl);
-            if (!r.count) continue;
-            if (o != rank) {
-                s.steps.push_back(recv_copy(Phase::NodeAllgather, o, r.first * elem, r.count * elem));
-                continue;
+            for (size_t q = 0; r.count && q < pieces_of(r, piece_elems); ++q) {
+                const Range p = piece(r, piece_elems, q);
+                if (o != rank) {
+                    s.steps.push_back(recv_copy(Phase::NodeAllgather, o, p.first * elem, p.count * elem));
+                    continue;
+                }
+                for (int m : members)
+                    if (m != rank)
+                        s.steps.push_back(send(Phase::NodeAllgather, m, Buf::Recv, p.first * elem, p.count * elem));
             }
-            for (int m : members)
-                if (m != rank)
-                    s.steps.push_back(send(Phase::NodeAllgather, m, Buf::Recv, r.first * elem, r.count * elem));
         }
     };
     // Software pipeline: block b is in the node stage while b-1 crosses the network

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "plan/neighbors.h"
+#include "plan/rail_choice.h"
 #include "plan/step_helpers.h"
 
 namespace gpurdma::plan {
@@ -23,14 +24,19 @@ Algorithm choose_algorithm(const topo::Topology &topo, size_t bytes, const PlanP
         case Algorithm::Ring: return Algorithm::Ring;
         case Algorithm::RecursiveDoubling: return fits_slot ? Algorithm::RecursiveDoubling : Algorithm::Ring;
         case Algorithm::Hierarchical: return Algorithm::Hierarchical;
+        case Algorithm::HalvingDoubling: return Algorithm::HalvingDoubling;
         case Algorithm::Auto:
         case Algorithm::Node: break;  // node: schedules as auto where the node path does not apply
     }
     // Ties go to recursive doubling, then hierarchical: fewer messages.
     Algorithm best = Algorithm::Ring;
     double best_us = ring_us(params.model, topo, bytes, params.chunk_size);
+    if (topo.nodes() > 1) {  // across nodes, all ranks one group: the rail's algorithm over them
+        const double us = rail_us(params, Algorithm::HalvingDoubling, topo.size, bytes);
+        if (us < best_us) best = Algorithm::HalvingDoubling, best_us = us;
+    }
     if (multi_level) {
-        const double us = hierarchical_us(params.model, topo, bytes, params.chunk_size, params.small_msg_max);
+        const double us = hierarchical_us(topo, bytes, params);
         if (us <= best_us) best = Algorithm::Hierarchical, best_us = us;
     }
     if (fits_slot && bytes <= params.small_msg_max && recursive_doubling_us(params.model, topo, bytes) <= best_us)
@@ -66,6 +72,12 @@ Schedule build(const topo::Topology &t, int rank, size_t count, size_t elem, boo
             append_recursive_doubling(s.steps, all, 0, count, elem);
             return s;
         }
+        case Algorithm::HalvingDoubling: {
+            Schedule s = empty_schedule(Algorithm::HalvingDoubling, size, rank, count, elem);
+            append_halving_doubling(s.steps, all, Buf::Send, 0, count, elem, params.chunk_size,
+                                    rail_window_for(params, t.nodes(), std::min(params.chunk_size, bytes / 2)));
+            return s;
+        }
         default: {
             Schedule s = empty_schedule(Algorithm::Ring, size, rank, count, elem);
             append_ring(s.steps, all, Buf::Send, 0, count, elem, params.chunk_size);
@@ -87,6 +99,7 @@ Schedule build(int size, int rank, size_t count, size_t elem, bool in_place, con
 std::vector<int> peers(const topo::Topology &t, int rank)
 {
     std::vector<int> out = neighbors(t.size, rank);
+    for (int k : halving_doubling_partners(rank, t.size)) out.push_back(k);
     const int node = t.node_of[static_cast<size_t>(rank)];
     for (int m : t.members[static_cast<size_t>(node)]) out.push_back(m);
     if (t.nodes() > 1) {
@@ -94,6 +107,7 @@ std::vector<int> peers(const topo::Topology &t, int rank)
             if (owner(t, node, sl) != rank) continue;
             const Group g = rail(t, sl, node);
             for (int k : neighbors(g.size(), g.me)) out.push_back(g.ranks[static_cast<size_t>(k)]);
+            for (int k : halving_doubling_partners(g.me, g.size())) out.push_back(g.ranks[static_cast<size_t>(k)]);
             // Binomial trees rotated to any root (bcast, reduce: plan/coll_trees.h):
             // the members at distance 2^j either way around the rail.
             const int n = g.size();

@@ -10,6 +10,7 @@
 
 #include "plan/algorithms.h"
 #include "plan/cost_model.h"
+#include "plan/halving_doubling.h"  // append_halving_doubling
 #include "plan/hierarchical.h"  // build_hierarchical
 #include "plan/recursive_doubling.h"  // append_recursive_doubling
 #include "plan/ring.h"  // append_ring
@@ -24,6 +25,13 @@ struct PlanParams {
     size_t node_chunk = 256 * 1024;  // block of the one-node shared-memory allreduce
     Algorithm algorithm = Algorithm::Auto;
     CostModel model;  // auto's choice between nodes
+    // The hierarchical schedule's stage between nodes (plan/rail_choice.h): bytes of a
+    // slice per rail unit (0: the cost model's choice), the algorithm of a unit (Auto,
+    // Ring, RecursiveDoubling or HalvingDoubling), and the sends an exchange keeps ahead
+    // of its receives: the landing slots each rail peer has for this rank (never more).
+    size_t rail_unit = 0;
+    Algorithm rail_algorithm = Algorithm::Auto;
+    int rail_window = 1;
 };
 
 // An ordered set of ranks working together and this rank's index in it.
@@ -40,7 +48,8 @@ bool uses_node_allreduce(const topo::Topology &topo, const PlanParams &params);
 
 // The schedule algorithm for a message of `bytes` on this topology (never Node). Auto
 // takes the cheapest by the cost model among recursive doubling (messages up to
-// small_msg_max that fit a slot), the ring, and hierarchical (nodes of several ranks).
+// small_msg_max that fit a slot), the ring, halving-doubling (ranks on several nodes)
+// and hierarchical (nodes of several ranks).
 Algorithm choose_algorithm(const topo::Topology &topo, size_t bytes, const PlanParams &params);
 
 // The schedule of `algorithm` (Ring, RecursiveDoubling or Hierarchical, as

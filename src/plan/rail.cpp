@@ -3,8 +3,7 @@
 #include <algorithm>
 
 #include "plan/planner.h"
-#include "plan/recursive_doubling.h"
-#include "plan/ring.h"
+#include "plan/rail_choice.h"
 #include "plan/step_helpers.h"
 
 namespace gpurdma::plan {
@@ -16,8 +15,7 @@ std::vector<RailUnit> hierarchical_units(const topo::Topology &t, size_t count, 
     // The blocks and slices of build_hierarchical.
     std::vector<RailUnit> units;
     const int slices = t.max_ppn();
-    const size_t piece_elems = std::max<size_t>(1, params.chunk_size / elem);
-    const size_t block_elems = piece_elems * static_cast<size_t>(slices);
+    const size_t block_elems = rail_unit_elems(t, count, elem, params) * static_cast<size_t>(slices);
     for (size_t base = 0; base < count; base += block_elems) {
         const size_t block = std::min(block_elems, count - base);
         for (int sl = 0; sl < slices; ++sl) {
@@ -39,9 +37,7 @@ Schedule build_rail_allreduce(const topo::Topology &t, int rank, int slice, size
     Schedule s = empty_schedule(Algorithm::Hierarchical, t.size, rank, count, elem);
     const int node = t.node_of[static_cast<size_t>(rank)];
     if (count == 0 || t.nodes() < 2 || owner(t, node, slice) != rank) return s;
-    const Group g = rail(t, slice, node);
-    if (count * elem <= params.small_msg_max) append_recursive_doubling(s.steps, g, 0, count, elem);
-    else append_ring(s.steps, g, Buf::Recv, 0, count, elem, params.chunk_size);
+    append_rail(s.steps, rail(t, slice, node), Buf::Recv, 0, count, elem, params);
     return s;
 }
 

@@ -3,8 +3,8 @@
 // within the node on the GPUs and runs only this stage over the host team's router,
 // on pinned copies of its slices). The decomposition and the rail schedules are the
 // host hierarchical schedule's (plan/hierarchical.cpp) exactly: the same blocks of
-// S x chunk elements, the same slices and owners, recursive doubling or the ring by
-// the same threshold, in the same order. So the messages on the wire between two
+// S x rail unit elements, the same slices and owners, the same rail algorithm per unit
+// (plan/rail_choice.h), in the same order. So the messages on the wire between two
 // rail peers are the same whichever of the two runs them, and a node whose ranks run
 // the host hierarchical schedule interoperates with a node whose ranks run the GPU path.
 #pragma once
@@ -36,8 +36,8 @@ std::vector<RailUnit> hierarchical_units(const topo::Topology &topo, size_t coun
 int slice_owner(const topo::Topology &topo, int node, int slice);
 
 // The inter-node stage for one slice: allreduce of Recv[0, count) in place among the
-// rail group of `slice` (the slice's owner on every node), recursive doubling up to
-// small_msg_max bytes, the ring above, as the hierarchical schedule does. Empty when
+// rail group of `slice` (the slice's owner on every node), by the algorithm the
+// hierarchical schedule takes for a unit of that size (append_rail). Empty when
 // `rank` does not own `slice` on its node, or on a single node.
 Schedule build_rail_allreduce(const topo::Topology &topo, int rank, int slice, size_t count, size_t elem_size,
                               const PlanParams &params);

@@ -18,6 +18,8 @@ const char *phase_name(Phase phase)
         case Phase::StageBack: return "copy back to the GPU";
         case Phase::TreeBcast: return "tree bcast";
         case Phase::TreeReduce: return "tree reduce";
+        case Phase::HalvingReduceScatter: return "recursive-halving reduce-scatter";
+        case Phase::DoublingAllgather: return "recursive-doubling allgather";
     }
     return "unknown";
 }

@@ -39,6 +39,8 @@ enum class Phase : uint8_t {
     StageBack,  // the rail's result copied back into GPU memory
     TreeBcast,  // bcast down a tree (plan/coll_trees.h)
     TreeReduce,  // reduce up a tree
+    HalvingReduceScatter,  // Rabenseifner's reduce-scatter by recursive halving (plan/halving_doubling.h)
+    DoublingAllgather,  // and its allgather by recursive doubling
 };
 
 const char *phase_name(Phase phase);

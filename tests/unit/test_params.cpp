@@ -100,7 +100,7 @@ TEST(Params, AlgorithmNamesAreThePlannersSpellings)
         gpurdma::plan::Algorithm a;
         EXPECT_TRUE(gpurdma::plan::parse_algorithm(gpurdma_algorithm_name(n), &a)) << gpurdma_algorithm_name(n);
     }
-    EXPECT_EQ(n, 7);
+    EXPECT_EQ(n, 9);
     EXPECT_STREQ(gpurdma_algorithm_name(0), "auto");
     EXPECT_EQ(gpurdma_algorithm_name(-1), nullptr);
     const gpurdma_param_info_t *p = gpurdma_param_info(index_of("algorithm"));
@@ -148,8 +148,8 @@ TEST(Params, BadValuesWarnOnceAndTakeTheDefault)
     EXPECT_EQ(validate_one(&c), "");
     c.algorithm = "bogus";
     EXPECT_EQ(validate_one(&c),
-              "coll_gpurdma_algorithm='bogus' is not one of auto, node, ring, rd, hier, "
-              "recursive_doubling, hierarchical; using auto");
+              "coll_gpurdma_algorithm='bogus' is not one of auto, node, ring, rd, hier, rhd, "
+              "recursive_doubling, hierarchical, halving_doubling; using auto");
     EXPECT_STREQ(c.algorithm, "auto");
     c.algorithm = "hierarchical";
     EXPECT_EQ(validate_one(&c), "");
@@ -274,6 +274,8 @@ TEST(Params, TheAgreedRowsAreTheOnesThatShapeThePlan)
                                             "reduce_gbps",
                                             "calibrate",
                                             "algorithm",
+                                            "rail_unit",
+                                            "rail_algorithm",
                                             "logical_nodes",
                                             "device_stage_max",
                                             "reduce_scatter_enable",

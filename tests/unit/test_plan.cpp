@@ -59,7 +59,7 @@ TEST(Planner, AlgorithmTableNamesEveryAlgorithmOnce)
     // parameter has always accepted are there.
     size_t n = 0;
     const AlgorithmInfo *table = algorithm_table(&n);
-    ASSERT_EQ(n, 5u);
+    ASSERT_EQ(n, 6u);
     for (size_t i = 0; i < n; ++i) {
         for (size_t j = 0; j < i; ++j) EXPECT_NE(table[i].algorithm, table[j].algorithm) << "once";
         EXPECT_STREQ(algorithm_name(table[i].algorithm), table[i].name);
@@ -77,9 +77,10 @@ TEST(Planner, AlgorithmTableNamesEveryAlgorithmOnce)
     EXPECT_EQ(a, Algorithm::Auto);
     for (const char *s : {"recursive_doubling", "hierarchical", "node"}) EXPECT_TRUE(parse_algorithm(s, &a)) << s;
     // The parameter's spellings in its order, first names then aliases.
-    const char *const spellings[] = {"auto", "node", "ring", "rd", "hier", "recursive_doubling", "hierarchical"};
-    for (size_t i = 0; i < 7; ++i) EXPECT_STREQ(algorithm_spelling(i), spellings[i]) << i;
-    EXPECT_EQ(algorithm_spelling(7), nullptr);
+    const char *const spellings[] = {
+        "auto", "node", "ring", "rd", "hier", "rhd", "recursive_doubling", "hierarchical", "halving_doubling"};
+    for (size_t i = 0; i < 9; ++i) EXPECT_STREQ(algorithm_spelling(i), spellings[i]) << i;
+    EXPECT_EQ(algorithm_spelling(9), nullptr);
     EXPECT_STREQ(algorithm_name(Algorithm::RecursiveDoubling), "recursive-doubling");
     EXPECT_STREQ(algorithm_name(Algorithm::Hierarchical), "hierarchical");
 }

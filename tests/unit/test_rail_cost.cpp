@@ -28,6 +28,7 @@ RailWorkload unit_of(int nodes, gpurdma::plan::LinkCost net = {})
     const auto t = nodes_of(std::vector<int>(static_cast<size_t>(nodes), 1));
     gpurdma::plan::PlanParams p;
     p.chunk_size = kSlice;
+    p.rail_algorithm = gpurdma::plan::Algorithm::Ring;  // what these tests count
     return count_rail_work(gpurdma::plan::build_rail_allreduce(t, 0, 0, kSlice / 4, 4, p), net);
 }
 
