@@ -148,6 +148,9 @@ Status DeviceHierarchical::begin_call(const Call &call, const gpu::PointerInfo &
         if (plan::slice_owner(t, node, units_[i].slice) == setup_.rank) mine_.push_back(i);
     next_out_ = next_rail_ = units_back_ = 0;
     timeline_.assign(mine_.size(), Timeline{});
+    size_t largest = 0;
+    for (size_t i : mine_) largest = std::max(largest, units_[i].count * elem_);
+    fit_chunk_buffers(largest);
     for (auto &c : chunks_) {
         c.exec.reset();
         c.state = Chunk::State::Free;

@@ -127,6 +127,10 @@ private:
     Status set_up_rail_step(bool *done);
     // The rail's mode and the chunk buffers.
     void set_up_rail();
+    // Where the host reduces the rail, each chunk buffer holds a whole unit: a call whose
+    // units outgrow them (rail units above chunk_size, plan/rail_choice.h) grows them,
+    // between calls; they stay for the calls after (coll_gpurdma_rail_unit bounds them).
+    void fit_chunk_buffers(size_t unit_bytes);
     exec::State advance_set_up();
     // The call on a team that is set up: posts its buffers (Unsupported: this rank stages it).
     Status begin_call(const Call &call, const gpu::PointerInfo &sinfo, const gpu::PointerInfo &rinfo);

@@ -57,6 +57,16 @@ void DeviceHierarchical::set_up_rail()
     log_mode(gdr);
 }
 
+void DeviceHierarchical::fit_chunk_buffers(size_t unit_bytes)
+{
+    for (Chunk &c : chunks_) {
+        if (!c.buffer || c.buffer->size() >= unit_bytes) continue;
+        std::string why;
+        c.buffer = std::make_unique<gpu::PinnedBuffer>(unit_bytes, team_->context(), &why);
+        if (!why.empty()) pinned_why_ = why;
+    }
+}
+
 // Sends may go straight from GPU memory where GPUDirect RDMA is eligible, or where the
 // stand-in driver's "device memory" is host memory (what UCX reads then is what it is).
 void DeviceHierarchical::choose_rail(const gpu::GdrDecision &gdr)
