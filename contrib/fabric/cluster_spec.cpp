@@ -79,7 +79,10 @@ std::string ClusterSpec::describe() const
     o << nodes << " nodes x " << gpus_per_node << " GPUs, " << gpus_per_node << " rails of " << nic_gbps
       << " Gb/s; per rail a two-tier fat tree: " << (nodes + hosts_per_leaf - 1) / hosts_per_leaf << " leaves of "
       << hosts_per_leaf << " nodes (" << placement << " placement), " << spines << " spines, " << link_delay_us
-      << " us per link; switch buffer " << (fabric.switch_buffer >> 20) << " MiB; ECN " << (fabric.ecn ? "on" : "off")
+      << " us per link; "
+      << (nvlink_gbps > 0 ? "node stages at " + std::to_string(static_cast<int>(nvlink_gbps)) + " GB/s per GPU"
+                          : std::string("node stages not modelled"))
+      << "; switch buffer " << (fabric.switch_buffer >> 20) << " MiB; ECN " << (fabric.ecn ? "on" : "off")
       << ", PFC " << (fabric.pfc ? "on" : "off") << ", DCQCN " << (fabric.dcqcn ? "on" : "off");
     return o.str();
 }
@@ -123,6 +126,7 @@ bool set_cluster_key(ClusterSpec *s, const std::string &key, const std::string &
         {"spines", [&] { return integer(&s->spines, 1); }},
         {"link_delay_us", [&] { return nonnegative(&s->link_delay_us); }},
         {"reduce_gbps", [&] { return positive(&s->reduce_gbps); }},
+        {"nvlink_gbps", [&] { return nonnegative(&s->nvlink_gbps); }},
         {"placement",
          [&] {
              if (value != "linear" && value != "random") return false;

@@ -20,6 +20,9 @@ struct ClusterSpec {
     int spines = 16;  // spine switches of a plane (every leaf linked to every spine once)
     double link_delay_us = 1.0;  // per link traversal (cable and switch)
     double reduce_gbps = 1000;  // GB/s of the rail stage's reduction (on the GPU)
+    // GB/s a GPU reads from its node peers in the node stages (NVLink/NVSwitch); 0: the node
+    // stages are not modelled (taken as never the bottleneck), nor weighed by the planner.
+    double nvlink_gbps = 0;
     // Which leaf each node sits under: "linear" (node i under leaf i / hosts_per_leaf, ring
     // neighbours mostly on one leaf) or "random" (a job scheduler's scattered allocation,
     // seeded by `seed`: most ring neighbours across the spines, ECMP collisions among them).

@@ -5,14 +5,19 @@
 //
 //   gpurdma-fabric validate
 //   gpurdma-fabric speed [--mtu BYTES]   (the model's own speed: docs/FABRIC-MODEL.md)
-//   gpurdma-fabric plan CLUSTER --size BYTES [--chunk BYTES] [--slots K] [--second-job] [--out DIR]
-//   gpurdma-fabric sweep CLUSTER --size BYTES [--chunks A,B,..] [--slots A,B,..] [--algorithms hier,ring,rd]
-//                        [--second-job] [--out DIR]     (algorithms: hier, hier-rd, ring, rd; schedule_dag.h)
+//   gpurdma-fabric plan CLUSTER --size BYTES[,BYTES..] [--chunks A,..] [--slots A,..] [--rails R,..]
+//                       [--second-job] [--out DIR]
+//   gpurdma-fabric sweep CLUSTER --size BYTES [--chunks A,B,..] [--slots A,B,..] [--rails R,..]
+//                        [--second-job] [--out DIR]
+// Rails (schedule_dag.h's RailPlan): hier (the planner's unit and algorithm), ring, rhd (one
+// unit of the whole slice), hier-rd, or ALGORITHM/UNIT (auto|ring|rd|rhd / auto|slice|size).
+// plan: per size, gpurdma's defaults beside every rail setting it can run, and a summary line.
 // CLUSTER: a file of `key = value` lines (contrib/fabric/clusters/*.conf); --set key=value
 // overrides one key. --out DIR writes the table as CSV and, with python3-matplotlib, a plot.
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -24,6 +29,7 @@
 #include "cluster_spec.h"
 #include "fabric_model.h"
 #include "plan/planner.h"
+#include "plan/rail_choice.h"
 #include "schedule_dag.h"
 #include "topo/topology.h"
 #include "validation.h"
@@ -34,10 +40,10 @@ namespace {
 
 struct Options {
     std::string command, cluster, out;
-    size_t size = 256u << 20;
+    std::vector<size_t> sizes;
     std::vector<size_t> chunks;
     std::vector<int> slots;
-    std::vector<RailAlgorithm> algorithms;
+    std::vector<RailPlan> rails;
     bool second_job = false;
     std::vector<std::string> sets;
 };
@@ -47,7 +53,9 @@ constexpr int kDefaultSlots = 4;  // coll_gpurdma_slots's; coll_gpurdma_rail_slo
 
 // What one configuration gave in the model.
 struct Point {
-    RailAlgorithm algorithm = RailAlgorithm::Hierarchical;
+    RailPlan rail;
+    size_t size = 0;
+    size_t unit = 0;  // bytes of a slice per rail unit, as planned
     size_t chunk = 0;
     int slots = 0;
     bool ok = false;
@@ -98,19 +106,22 @@ int usage()
 {
     std::cerr << "usage: gpurdma-fabric validate\n"
                  "       gpurdma-fabric speed [--mtu BYTES]\n"
-                 "       gpurdma-fabric plan CLUSTER --size BYTES [--chunk BYTES] [--slots K] [--second-job] "
-                 "[--out DIR] [--set key=value]...\n"
+                 "       gpurdma-fabric plan CLUSTER --size BYTES[,BYTES..] [--chunks A,..] [--slots A,..] "
+                 "[--rails R,..] [--second-job] [--out DIR] [--set key=value]...\n"
                  "       gpurdma-fabric sweep CLUSTER --size BYTES [--chunks A,B,..] [--slots A,B,..] "
-                 "[--algorithms hier,hier-rd,ring,rd] [--second-job] [--out DIR] [--set key=value]...\n";
+                 "[--rails R,..] [--second-job] [--out DIR] [--set key=value]...\n"
+                 "  rails: hier, ring, rhd, hier-rd, or ALGORITHM/UNIT (auto|ring|rd|rhd / auto|slice|256K|4M)\n";
     return 2;
 }
 
 // The allreduce on the cluster's rail plane 0 (and, with second_job, the same job again on
 // hosts interleaved with ours under the same leaves, started together): the model's result.
-Point run_point(const ClusterSpec &spec, RailAlgorithm algorithm, size_t size, size_t chunk, int slots, bool second_job)
+Point run_point(const ClusterSpec &spec, const RailPlan &rail, size_t size, size_t chunk, int slots, bool second_job)
 {
     Point p;
-    p.algorithm = algorithm;
+    p.rail = rail;
+    p.size = size;
+    p.unit = planned_unit_bytes(spec, planner_params(spec, chunk, slots, rail, size), size);
     p.chunk = chunk;
     p.slots = slots;
     p.ideal_us = ideal_us(spec, size);
@@ -118,12 +129,12 @@ Point run_point(const ClusterSpec &spec, RailAlgorithm algorithm, size_t size, s
     const int hosts = spec.nodes * stride;
     const Topology topo = Topology::two_tier(hosts, spec.hosts_per_leaf * stride, spec.spines);
     Simulator sim(topo, spec.params());
-    const ScheduleDag ours = build_rail_dag(spec, algorithm, size, chunk, slots, 0, stride, 0);
+    const ScheduleDag ours = build_rail_dag(spec, rail, size, chunk, slots, 0, stride, 0);
     constexpr int kSecondJobTags = 1 << 24;
     for (const Message &m : ours.messages) sim.add(m);
     size_t second_first = ours.messages.size();
     if (second_job) {
-        const ScheduleDag theirs = build_rail_dag(spec, algorithm, size, chunk, slots, 1, stride, kSecondJobTags);
+        const ScheduleDag theirs = build_rail_dag(spec, rail, size, chunk, slots, 1, stride, kSecondJobTags);
         for (Message m : theirs.messages) {
             for (MessageId &a : m.after) a += static_cast<MessageId>(second_first);
             sim.add(m);
@@ -157,22 +168,22 @@ Point run_point(const ClusterSpec &spec, RailAlgorithm algorithm, size_t size, s
 void print_header(bool second_job)
 {
     std::printf(
-        "| algorithm | chunk | in flight | time (us) | x ideal | PFC paused (us, all ports) | pauses | peak queue "
+        "| rail | unit | chunk | in flight | time (us) | x ideal | PFC paused (us, all ports) | pauses | peak queue "
         "| ECN marks | CNPs |%s\n",
         second_job ? " other job (us) |" : "");
-    std::printf("|---|---|---|---|---|---|---|---|---|---|%s\n", second_job ? "---|" : "");
+    std::printf("|---|---|---|---|---|---|---|---|---|---|---|%s\n", second_job ? "---|" : "");
 }
 
 void print_point(const Point &p, bool second_job)
 {
     if (!p.ok) {
-        std::printf("| %s | %s | %d | failed: %s |\n", rail_algorithm_name(p.algorithm), bytes_text(p.chunk).c_str(),
-                    p.slots, p.error.c_str());
+        std::printf("| %s | %s | %s | %d | failed: %s |\n", p.rail.name().c_str(), bytes_text(p.unit).c_str(),
+                    bytes_text(p.chunk).c_str(), p.slots, p.error.c_str());
         return;
     }
-    std::printf("| %s | %s | %d | %.0f | %.2f | %.0f | %llu | %s | %llu | %llu |", rail_algorithm_name(p.algorithm),
-                bytes_text(p.chunk).c_str(), p.slots, p.time_us, p.time_us / p.ideal_us, p.paused_us,
-                static_cast<unsigned long long>(p.pause_frames), bytes_text(p.peak_queue).c_str(),
+    std::printf("| %s | %s | %s | %d | %.1f | %.2f | %.0f | %llu | %s | %llu | %llu |", p.rail.name().c_str(),
+                bytes_text(p.unit).c_str(), bytes_text(p.chunk).c_str(), p.slots, p.time_us, p.time_us / p.ideal_us,
+                p.paused_us, static_cast<unsigned long long>(p.pause_frames), bytes_text(p.peak_queue).c_str(),
                 static_cast<unsigned long long>(p.ecn_marks), static_cast<unsigned long long>(p.cnps));
     if (second_job) std::printf(" %.0f |", p.second_job_us);
     std::printf("\n");
@@ -196,24 +207,26 @@ const Point *recommend(const std::vector<Point> &points)
     return pick;
 }
 
-void write_csv(const std::string &path, const ClusterSpec &spec, size_t size, const std::vector<Point> &points)
+bool write_csv(const std::string &path, const ClusterSpec &spec, const std::vector<Point> &points)
 {
     std::ofstream o(path);
-    o << "# " << spec.describe() << "; allreduce " << size << " bytes\n";
-    o << "algorithm,chunk,slots,time_us,ideal_us,paused_us,pause_frames,peak_queue,ecn_marks,cnps,writes,drops,"
-         "second_job_us,ok\n";
+    o << "# " << spec.describe() << "\n";
+    o << "size,algorithm,unit,chunk,slots,time_us,ideal_us,paused_us,pause_frames,peak_queue,ecn_marks,cnps,writes,"
+         "drops,second_job_us,ok\n";
     for (const Point &p : points)
-        o << rail_algorithm_name(p.algorithm) << ',' << p.chunk << ',' << p.slots << ',' << p.time_us << ','
-          << p.ideal_us << ',' << p.paused_us << ',' << p.pause_frames << ',' << p.peak_queue << ',' << p.ecn_marks
-          << ',' << p.cnps << ',' << p.writes << ',' << p.drops << ',' << p.second_job_us << ',' << (p.ok ? 1 : 0)
-          << '\n';
+        o << p.size << ',' << p.rail.name() << ',' << p.unit << ',' << p.chunk << ',' << p.slots << ',' << p.time_us
+          << ',' << p.ideal_us << ',' << p.paused_us << ',' << p.pause_frames << ',' << p.peak_queue << ','
+          << p.ecn_marks << ',' << p.cnps << ',' << p.writes << ',' << p.drops << ',' << p.second_job_us << ','
+          << (p.ok ? 1 : 0) << '\n';
+    return static_cast<bool>(o);
 }
 
-void write_steps_csv(const std::string &path, const Point &p)
+bool write_steps_csv(const std::string &path, const Point &p)
 {
     std::ofstream o(path);
     o << "step,done_us\n";
     for (size_t i = 0; i < p.step_done_us.size(); ++i) o << i << ',' << p.step_done_us[i] << '\n';
+    return static_cast<bool>(o);
 }
 
 // The plot script beside this program's source (installed next to it), if matplotlib is there.
@@ -233,18 +246,37 @@ void plot(const std::string &dir, const std::string &title)
         std::printf("plot: skipped (no python3 with matplotlib; Debian: apt-get install python3-matplotlib)\n");
         return;
     }
-    const std::string cmd = python + " '" + script + "' '" + dir + "' '" + title + "'";
+    const std::string cmd = python + " '" + script + "' '" + dir + "' '" + title + "' 2>&1 | tail -n 1";
     if (std::system(cmd.c_str()) != 0) std::printf("plot: %s failed\n", cmd.c_str());
 }
 
 // What gpurdma's planner picks for the whole communicator on this cluster (schedule_dag.h's
-// planner_params: the cost model a calibrated run would have).
-std::string planner_choice(const ClusterSpec &spec, size_t size, size_t chunk)
+// planner_params: the cost model a calibrated run would have), with its rail unit and the
+// rail algorithm of a unit.
+std::string planner_choice(const ClusterSpec &spec, size_t size, size_t chunk, int slots)
 {
     const gpurdma::topo::Topology t = cluster_topology(spec);
-    const gpurdma::plan::PlanParams params = planner_params(spec, chunk);
+    const gpurdma::plan::PlanParams params = planner_params(spec, chunk, slots, RailPlan{}, size);
     const auto a = gpurdma::plan::choose_algorithm(t, size, params);
-    return gpurdma::plan::algorithm_name(a);
+    std::string text = gpurdma::plan::algorithm_name(a);
+    if (a != gpurdma::plan::Algorithm::Hierarchical) return text;
+    const size_t unit = planned_unit_bytes(spec, params, size);
+    return text + " (rail units of " + bytes_text(unit) + ", each by " +
+           gpurdma::plan::algorithm_name(gpurdma::plan::choose_rail_algorithm(params, spec.nodes, unit)) + ")";
+}
+
+// Memory per rank at these settings, in MiB: the shared-memory slots (a channel per node
+// peer, coll_gpurdma_slots of chunk each) and the UCX landing slots (a channel per peer
+// on another node that any schedule may use, rail_slots of chunk each).
+double memory_per_rank_mib(const ClusterSpec &spec, size_t chunk, int rail_slots)
+{
+    const gpurdma::topo::Topology t = cluster_topology(spec);
+    size_t remote = 0;
+    for (int p : gpurdma::plan::peers(t, 0))
+        if (t.node_of[static_cast<size_t>(p)] != t.node_of[0]) ++remote;
+    const double shm = static_cast<double>(spec.gpus_per_node - 1) * kDefaultSlots * static_cast<double>(chunk);
+    const double net = static_cast<double>(remote) * rail_slots * static_cast<double>(chunk);
+    return (shm + net) / (1 << 20);
 }
 
 int run_validate()
@@ -290,54 +322,125 @@ int run_speed(uint32_t mtu)
     return 0;
 }
 
-int run_grid(const Options &o, const ClusterSpec &spec)
+bool prepare_out(const std::string &dir)
 {
-    std::printf("cluster: %s\n", spec.describe().c_str());
+    if (dir.empty()) return true;
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    if (ec || !std::filesystem::is_directory(dir)) {
+        std::fprintf(stderr, "gpurdma-fabric: --out %s: cannot create the folder (%s)\n", dir.c_str(),
+                     ec ? ec.message().c_str() : "not a folder");
+        return false;
+    }
+    return true;
+}
+
+void finish_out(const Options &o, const ClusterSpec &spec, const std::vector<Point> &points, const Point *steps_of)
+{
+    if (o.out.empty()) return;
+    if (steps_of && !write_steps_csv(o.out + "/steps.csv", *steps_of))
+        std::printf("steps: could not write %s/steps.csv\n", o.out.c_str());
+    if (!write_csv(o.out + "/sweep.csv", spec, points)) {
+        std::printf("table: could not write %s/sweep.csv\n", o.out.c_str());
+        return;
+    }
+    std::printf("table: %s/sweep.csv\n", o.out.c_str());
+    plot(o.out, spec.describe());
+}
+
+void print_size_header(const ClusterSpec &spec, size_t size, int default_slots)
+{
     std::printf(
-        "allreduce of %s: each rail plane allreduces a %s slice across %d nodes; ideal (2(n-1)/n x slice / "
-        "%.0f Gb/s) %.0f us\n",
-        bytes_text(o.size).c_str(), bytes_text(o.size / spec.gpus_per_node).c_str(), spec.nodes, spec.nic_gbps,
-        ideal_us(spec, o.size));
+        "\n== allreduce of %s: each rail plane allreduces a %s slice across %d nodes; ideal (2(n-1)/n x slice / "
+        "%.0f Gb/s) %.1f us\n",
+        bytes_text(size).c_str(), bytes_text(size / spec.gpus_per_node).c_str(), spec.nodes, spec.nic_gbps,
+        ideal_us(spec, size));
     std::printf("gpurdma's planner (cost model from this cluster) chooses: %s\n\n",
-                planner_choice(spec, o.size, o.chunks.front()).c_str());
+                planner_choice(spec, size, kDefaultChunk, default_slots).c_str());
+}
+
+// sweep: one size, every rail x chunk x in-flight setting, and a recommendation.
+int run_sweep(const Options &o, const ClusterSpec &spec)
+{
+    if (!prepare_out(o.out)) return 1;
+    const size_t size = o.sizes.front();
+    std::printf("cluster: %s\n", spec.describe().c_str());
+    const int default_slots = gpurdma::algo::rail_slots_for(0, kDefaultSlots, kDefaultChunk, spec.nodes);
+    print_size_header(spec, size, default_slots);
     print_header(o.second_job);
     std::vector<Point> points;
-    for (RailAlgorithm a : o.algorithms)
+    for (const RailPlan &r : o.rails)
         for (size_t chunk : o.chunks)
             for (int slots : o.slots) {
-                points.push_back(run_point(spec, a, o.size, chunk, slots, o.second_job));
+                points.push_back(run_point(spec, r, size, chunk, slots, o.second_job));
                 print_point(points.back(), o.second_job);
             }
-    for (const Point &p : points)
-        if (p.ok && p.algorithm == RailAlgorithm::Hierarchical && p.chunk == kDefaultChunk &&
-            p.slots == gpurdma::algo::rail_slots_for(0, kDefaultSlots, p.chunk, spec.nodes))
-            std::printf("\nwith gpurdma's defaults (%s chunks, %d in flight per rail peer): %.0f us, %.2f x ideal\n",
-                        bytes_text(p.chunk).c_str(), p.slots, p.time_us, p.time_us / p.ideal_us);
-    if (const Point *best = recommend(points)) {
+    const Point *best = recommend(points);
+    if (best) {
         std::printf(
-            "\nrecommended: --mca coll_gpurdma_chunk_size %zu --mca coll_gpurdma_rail_slots %d (%s: %.0f us, "
-            "%.2f x ideal, PFC paused %.0f us)\n",
-            best->chunk, best->slots, rail_algorithm_name(best->algorithm), best->time_us,
+            "\nrecommended: --mca coll_gpurdma_chunk_size %zu --mca coll_gpurdma_rail_slots %d (%s, units of %s: %.0f "
+            "us, %.2f x ideal, PFC paused %.0f us)\n",
+            best->chunk, best->slots, best->rail.name().c_str(), bytes_text(best->unit).c_str(), best->time_us,
             best->time_us / best->ideal_us, best->paused_us);
-        // What the chunk size costs in memory: every channel holds its slots x chunk_size.
-        const size_t shm = static_cast<size_t>(spec.gpus_per_node - 1) * kDefaultSlots * best->chunk;
-        const size_t rail = 2 * static_cast<size_t>(best->slots) * best->chunk;
+        std::printf("  memory per rank at that chunk size: %.1f MiB of shared-memory and landing slots\n",
+                    memory_per_rank_mib(spec, best->chunk, best->slots));
+    }
+    finish_out(o, spec, points, best);
+    return 0;
+}
+
+// plan: per size, gpurdma's defaults beside every rail setting, the best the model found,
+// and one summary line.
+int run_plan(const Options &o, const ClusterSpec &spec)
+{
+    if (!prepare_out(o.out)) return 1;
+    std::printf("cluster: %s\n", spec.describe().c_str());
+    const int default_slots = gpurdma::algo::rail_slots_for(0, kDefaultSlots, kDefaultChunk, spec.nodes);
+    std::vector<Point> points;
+    std::vector<std::string> summaries;
+    const Point *last_best = nullptr;
+    for (size_t size : o.sizes) {
+        const auto t0 = std::chrono::steady_clock::now();
+        print_size_header(spec, size, default_slots);
+        print_header(o.second_job);
+        const size_t first = points.size();
+        points.push_back(run_point(spec, RailPlan{}, size, kDefaultChunk, default_slots, o.second_job));
+        print_point(points.back(), o.second_job);
+        for (const RailPlan &r : o.rails)
+            for (size_t chunk : o.chunks)
+                for (int slots : o.slots) {
+                    if (r.name() == "hier" && chunk == kDefaultChunk && slots == default_slots) continue;
+                    points.push_back(run_point(spec, r, size, chunk, slots, o.second_job));
+                    print_point(points.back(), o.second_job);
+                }
+        const Point &mine = points[first];
+        const Point *best = &mine;
+        for (size_t i = first; i < points.size(); ++i)
+            if (points[i].ok && (!best->ok || points[i].time_us < best->time_us)) best = &points[i];
+        last_best = best;
+        const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        const std::string choice = planner_choice(spec, size, kDefaultChunk, default_slots);
         std::printf(
-            "  memory per rank at that chunk size: %s of shared-memory slots (%d node peers x "
-            "coll_gpurdma_slots %d), %s of rail landing slots (2 ring neighbours)\n",
-            bytes_text(shm).c_str(), spec.gpus_per_node - 1, kDefaultSlots, bytes_text(rail).c_str());
-        if (best->algorithm != RailAlgorithm::Hierarchical)
-            std::printf(
-                "  (%s is not what gpurdma runs between nodes, the hierarchical rail stage is: the row says "
-                "what that schedule would gain)\n",
-                rail_algorithm_name(best->algorithm));
-        if (!o.out.empty()) write_steps_csv(o.out + "/steps.csv", *best);
+            "\nwith gpurdma's defaults (%s: %s chunks, %d in flight per rail peer): %.1f us, %.2f x ideal; best "
+            "the model found: %s, units of %s, %s chunks, %d in flight: %.1f us (%.2f x ideal); %.0f s\n",
+            choice.c_str(), bytes_text(kDefaultChunk).c_str(), default_slots, mine.time_us,
+            mine.time_us / mine.ideal_us, best->rail.name().c_str(), bytes_text(best->unit).c_str(),
+            bytes_text(best->chunk).c_str(), best->slots, best->time_us, best->time_us / best->ideal_us, secs);
+        char line[512];
+        std::snprintf(
+            line, sizeof line,
+            "summary: size=%zu choice=%s time_us=%.1f ideal_us=%.1f best=%s/%zu/%zu/%d best_us=%.1f "
+            "mem_per_rank_mib=%.1f",
+            size,
+            gpurdma::plan::algorithm_name(gpurdma::plan::choose_algorithm(
+                cluster_topology(spec), size, planner_params(spec, kDefaultChunk, default_slots, RailPlan{}, size))),
+            mine.ok ? mine.time_us : -1.0, mine.ideal_us, best->rail.name().c_str(), best->unit, best->chunk,
+            best->slots, best->ok ? best->time_us : -1.0, memory_per_rank_mib(spec, kDefaultChunk, default_slots));
+        summaries.push_back(line);
     }
-    if (!o.out.empty()) {
-        write_csv(o.out + "/sweep.csv", spec, o.size, points);
-        std::printf("table: %s/sweep.csv\n", o.out.c_str());
-        plot(o.out, spec.describe() + "; allreduce " + bytes_text(o.size));
-    }
+    std::printf("\n");
+    for (const std::string &l : summaries) std::printf("%s\n", l.c_str());
+    finish_out(o, spec, points, last_best);
     return 0;
 }
 
@@ -363,7 +466,11 @@ int main(int argc, char **argv)
         const std::string a = argv[i];
         const bool has = i + 1 < argc;
         if (a == "--size" && has) {
-            if (!parse_size(argv[++i], &o.size)) return usage();
+            for (const std::string &c : split(argv[++i])) {
+                size_t v;
+                if (!parse_size(c, &v)) return usage();
+                o.sizes.push_back(v);
+            }
         } else if ((a == "--chunk" || a == "--chunks") && has) {
             for (const std::string &c : split(argv[++i])) {
                 size_t v;
@@ -372,11 +479,11 @@ int main(int argc, char **argv)
             }
         } else if (a == "--slots" && has) {
             for (const std::string &c : split(argv[++i])) o.slots.push_back(std::atoi(c.c_str()));
-        } else if (a == "--algorithms" && has) {
+        } else if ((a == "--rails" || a == "--algorithms") && has) {
             for (const std::string &c : split(argv[++i])) {
-                RailAlgorithm r;
-                if (!parse_rail_algorithm(c, &r)) return usage();
-                o.algorithms.push_back(r);
+                RailPlan r;
+                if (!parse_rail_plan(c, &r)) return usage();
+                o.rails.push_back(r);
             }
         } else if (a == "--second-job") {
             o.second_job = true;
@@ -404,15 +511,22 @@ int main(int argc, char **argv)
     }
     for (int s : o.slots)
         if (s < 1 || s > 64) return usage();
+    if (o.sizes.empty()) o.sizes = {256u << 20};
     if (o.command == "plan") {
-        // gpurdma's defaults (256 KiB chunks, 4 slots) against a few larger settings, for its plan.
-        if (o.chunks.empty()) o.chunks = {256u << 10, 1u << 20, 4u << 20, 16u << 20};
-        if (o.slots.empty()) o.slots = {1, 2, 4, 16};
-        if (o.algorithms.empty()) o.algorithms = {RailAlgorithm::Hierarchical};
-    } else {
-        if (o.chunks.empty()) o.chunks = {256u << 10, 1u << 20, 4u << 20, 16u << 20};
-        if (o.slots.empty()) o.slots = {1, 2, 4, 8, 16};
-        if (o.algorithms.empty()) o.algorithms = {RailAlgorithm::Hierarchical, RailAlgorithm::Ring};
+        // The rail settings the component can run, at the default chunk, beside its defaults.
+        if (o.chunks.empty()) o.chunks = {kDefaultChunk};
+        if (o.slots.empty()) o.slots = {2, 4, 8};
+        if (o.rails.empty())
+            for (const char *r : {"hier", "auto/256K", "ring", "rhd", "rhd/4M"}) {
+                RailPlan p;
+                parse_rail_plan(r, &p);
+                o.rails.push_back(p);
+            }
+        return run_plan(o, spec);
     }
-    return run_grid(o, spec);
+    if (o.sizes.size() != 1) return usage();
+    if (o.chunks.empty()) o.chunks = {256u << 10, 1u << 20, 4u << 20, 16u << 20};
+    if (o.slots.empty()) o.slots = {1, 2, 4, 8, 16};
+    if (o.rails.empty()) o.rails = {RailPlan{}, RailPlan{gpurdma::plan::Algorithm::Ring, kWholeSlice}};
+    return run_sweep(o, spec);
 }

@@ -6,6 +6,7 @@
 
 #include "plan/planner.h"
 #include "plan/rail.h"
+#include "plan/rail_choice.h"
 #include "topo/topology.h"
 
 namespace gpurdma::fabric {
@@ -15,40 +16,30 @@ namespace {
 constexpr size_t kElem = 4;  // float elements, the common case
 constexpr uint64_t kCreditBytes = 8;  // the credit word written back to the sender
 
-// The steps of each plane rank (index: node), peers given as nodes.
-std::vector<std::vector<plan::Step>> plane_steps(const ClusterSpec &spec, RailAlgorithm algorithm, size_t bytes,
-                                                 size_t chunk)
+// One plane rank's program: the rail stage of every unit of slice 0 in the component's
+// order (plan/rail.h), peers given as nodes, and where each unit's steps begin.
+struct PlaneProgram {
+    std::vector<plan::Step> steps;
+    std::vector<size_t> unit_begin;  // first step of each unit
+    std::vector<size_t> unit_bytes;
+};
+
+std::vector<PlaneProgram> plane_programs(const ClusterSpec &spec, const plan::PlanParams &params, size_t bytes)
 {
     const topo::Topology t = cluster_topology(spec);
-    const plan::PlanParams params = planner_params(spec, chunk);
     const size_t count = bytes / kElem;
-    std::vector<std::vector<plan::Step>> out(static_cast<size_t>(spec.nodes));
-    plan::Group g;
-    for (int n = 0; n < spec.nodes; ++n) g.ranks.push_back(plan::slice_owner(t, n, 0));
-    // Slice 0's share of the whole message (the node stage's first slice).
-    const size_t slice_count = (count + static_cast<size_t>(spec.gpus_per_node) - 1) / spec.gpus_per_node;
+    std::vector<PlaneProgram> out(static_cast<size_t>(spec.nodes));
     for (int n = 0; n < spec.nodes; ++n) {
-        std::vector<plan::Step> &steps = out[static_cast<size_t>(n)];
-        g.me = n;
-        switch (algorithm) {
-            case RailAlgorithm::Hierarchical:
-                for (const plan::RailUnit &u : plan::hierarchical_units(t, count, kElem, params)) {
-                    if (u.slice != 0) continue;
-                    const plan::Schedule s =
-                        plan::build_rail_allreduce(t, g.ranks[static_cast<size_t>(n)], 0, u.count, kElem, params);
-                    steps.insert(steps.end(), s.steps.begin(), s.steps.end());
-                }
-                break;
-            case RailAlgorithm::HierarchicalRd:
-                for (const plan::RailUnit &u : plan::hierarchical_units(t, count, kElem, params))
-                    if (u.slice == 0) plan::append_recursive_doubling(steps, g, 0, u.count, kElem);
-                break;
-            case RailAlgorithm::Ring: plan::append_ring(steps, g, plan::Buf::Recv, 0, slice_count, kElem, chunk); break;
-            case RailAlgorithm::RecursiveDoubling:
-                plan::append_recursive_doubling(steps, g, 0, slice_count, kElem);
-                break;
+        PlaneProgram &p = out[static_cast<size_t>(n)];
+        const int rank = plan::slice_owner(t, n, 0);
+        for (const plan::RailUnit &u : plan::hierarchical_units(t, count, kElem, params)) {
+            if (u.slice != 0) continue;
+            const plan::Schedule s = plan::build_rail_allreduce(t, rank, 0, u.count, kElem, params);
+            p.unit_begin.push_back(p.steps.size());
+            p.unit_bytes.push_back(u.count * kElem);
+            p.steps.insert(p.steps.end(), s.steps.begin(), s.steps.end());
         }
-        for (plan::Step &s : steps)
+        for (plan::Step &s : p.steps)
             if (s.peer >= 0) s.peer = t.node_of[static_cast<size_t>(s.peer)];
     }
     return out;
@@ -64,36 +55,72 @@ topo::Topology cluster_topology(const ClusterSpec &spec)
     return topo::build_topology(nodes);
 }
 
-plan::PlanParams planner_params(const ClusterSpec &spec, size_t chunk)
+size_t slice_bytes_of(const ClusterSpec &spec, size_t bytes)
+{
+    return (bytes / kElem + static_cast<size_t>(spec.gpus_per_node) - 1) / static_cast<size_t>(spec.gpus_per_node) *
+           kElem;
+}
+
+plan::PlanParams planner_params(const ClusterSpec &spec, size_t chunk, int rail_slots, const RailPlan &rail,
+                                size_t bytes)
 {
     plan::PlanParams params;
     params.chunk_size = chunk;
     params.model.net = {4 * spec.link_delay_us + 2.0, spec.nic_gbps / 8};
-    params.model.shm = {1.0, 150.0};
-    params.model.reduce_gbps = spec.reduce_gbps;
+    // The node stages: the GPU reads its node peers' units (one kernel a unit, no cost per
+    // piece), or, not modelled, free.
+    params.model.shm = {0.0, spec.nvlink_gbps > 0 ? spec.nvlink_gbps : 1e9};
+    // Not modelled, the node stages' reductions are free too (the rail's, at a GPU's
+    // rate, are a few percent of a piece's wire time either way).
+    params.model.reduce_gbps = spec.nvlink_gbps > 0 ? spec.reduce_gbps : 1e9;
+    params.rail_window = std::max(1, rail_slots);
+    params.rail_algorithm = rail.algorithm;
+    params.rail_unit = rail.unit == kWholeSlice ? std::max(slice_bytes_of(spec, bytes), kElem) : rail.unit;
     return params;
 }
 
-const char *rail_algorithm_name(RailAlgorithm a)
+size_t planned_unit_bytes(const ClusterSpec &spec, const plan::PlanParams &params, size_t bytes)
 {
-    switch (a) {
-        case RailAlgorithm::Hierarchical: return "hier";
-        case RailAlgorithm::HierarchicalRd: return "hier-rd";
-        case RailAlgorithm::Ring: return "ring";
-        case RailAlgorithm::RecursiveDoubling: return "rd";
-    }
-    return "?";
+    const topo::Topology t = cluster_topology(spec);
+    return std::min(slice_bytes_of(spec, bytes), plan::rail_unit_elems(t, bytes / kElem, kElem, params) * kElem);
 }
 
-bool parse_rail_algorithm(const std::string &name, RailAlgorithm *out)
+std::string RailPlan::name() const
 {
-    for (RailAlgorithm a : {RailAlgorithm::Hierarchical, RailAlgorithm::HierarchicalRd, RailAlgorithm::Ring,
-                            RailAlgorithm::RecursiveDoubling})
-        if (name == rail_algorithm_name(a)) {
-            *out = a;
-            return true;
-        }
-    return false;
+    if (algorithm == plan::Algorithm::Auto && unit == 0) return "hier";
+    const std::string a = algorithm == plan::Algorithm::Auto                ? "auto"
+                          : algorithm == plan::Algorithm::Ring              ? "ring"
+                          : algorithm == plan::Algorithm::RecursiveDoubling ? "rd"
+                                                                            : "rhd";
+    const std::string u = unit == 0 ? "auto" : unit == kWholeSlice ? "slice" : std::to_string(unit >> 10) + "K";
+    return a + "/" + u;
+}
+
+bool parse_rail_plan(const std::string &text, RailPlan *out)
+{
+    if (text == "hier") return *out = RailPlan{}, true;
+    if (text == "ring") return *out = RailPlan{plan::Algorithm::Ring, kWholeSlice}, true;
+    if (text == "rhd") return *out = RailPlan{plan::Algorithm::HalvingDoubling, kWholeSlice}, true;
+    if (text == "hier-rd") return *out = RailPlan{plan::Algorithm::RecursiveDoubling, 0}, true;
+    const size_t slash = text.find('/');
+    const std::string a = text.substr(0, slash), u = slash == std::string::npos ? "auto" : text.substr(slash + 1);
+    RailPlan r;
+    if (!plan::parse_algorithm(a, &r.algorithm) ||
+        (r.algorithm != plan::Algorithm::Auto && r.algorithm != plan::Algorithm::Ring &&
+         r.algorithm != plan::Algorithm::RecursiveDoubling && r.algorithm != plan::Algorithm::HalvingDoubling))
+        return false;
+    if (u == "slice") {
+        r.unit = kWholeSlice;
+    } else if (u != "auto") {
+        char *end = nullptr;
+        const double v = std::strtod(u.c_str(), &end);
+        const std::string suffix = end;
+        const double scale = suffix == "K" ? 1024.0 : suffix == "M" ? 1048576.0 : suffix.empty() ? 1.0 : 0.0;
+        if (end == u.c_str() || v <= 0 || scale == 0) return false;
+        r.unit = static_cast<size_t>(v * scale);
+    }
+    *out = r;
+    return true;
 }
 
 double ideal_us(const ClusterSpec &spec, size_t bytes)
@@ -103,10 +130,11 @@ double ideal_us(const ClusterSpec &spec, size_t bytes)
     return 2 * (n - 1) / n * slice * 8 / (spec.nic_gbps * 1e3);
 }
 
-ScheduleDag build_rail_dag(const ClusterSpec &spec, RailAlgorithm algorithm, size_t bytes, size_t chunk, int rail_slots,
+ScheduleDag build_rail_dag(const ClusterSpec &spec, const RailPlan &rail, size_t bytes, size_t chunk, int rail_slots,
                            int host_base, int host_stride, int tag_base)
 {
-    const std::vector<std::vector<plan::Step>> program = plane_steps(spec, algorithm, bytes, chunk);
+    const plan::PlanParams params = planner_params(spec, chunk, rail_slots, rail, bytes);
+    const std::vector<PlaneProgram> programs = plane_programs(spec, params, bytes);
     const std::vector<int> place = spec.host_of_node();
     const int hosts = spec.nodes;
     ScheduleDag dag;
@@ -126,7 +154,7 @@ ScheduleDag build_rail_dag(const ClusterSpec &spec, RailAlgorithm algorithm, siz
     std::vector<std::vector<Slot>> at(static_cast<size_t>(hosts));
     std::map<std::pair<int, int>, std::vector<MessageId>> sent, credited;  // (src, dst) -> ids in order
     for (int h = 0; h < hosts; ++h) {
-        const auto &steps = program[static_cast<size_t>(h)];
+        const auto &steps = programs[static_cast<size_t>(h)].steps;
         dag.steps = std::max(dag.steps, static_cast<int>(steps.size()));
         at[static_cast<size_t>(h)].resize(steps.size());
         for (size_t i = 0; i < steps.size(); ++i) {
@@ -156,17 +184,39 @@ ScheduleDag build_rail_dag(const ClusterSpec &spec, RailAlgorithm algorithm, siz
             }
         }
     }
-    // Pass 2: the dependencies.
+    // Pass 2: the dependencies, and the node stages of each unit on lanes of their own
+    // (the GPU path's streams): the node reduce-scatter of a unit before its rail (that of
+    // the next unit meanwhile), its node allgather after it, each at the node's rate.
+    const double node_peers = spec.gpus_per_node - 1;
+    auto node_us = [&](size_t unit, bool reduce) {
+        const double b = static_cast<double>(unit) * node_peers;
+        return b / (spec.nvlink_gbps * 1e3) + (reduce ? b / (spec.reduce_gbps * 1e3) : 0);
+    };
     for (int h = 0; h < hosts; ++h) {
-        const auto &steps = program[static_cast<size_t>(h)];
+        const PlaneProgram &program = programs[static_cast<size_t>(h)];
+        const auto &steps = program.steps;
+        const int me = host_base + place[static_cast<size_t>(h)] * host_stride;
+        auto after = [&](MessageId m, MessageId dep) {
+            if (dep >= 0) dag.messages[static_cast<size_t>(m)].after.push_back(dep);
+        };
+        auto node_stage = [&](size_t unit, bool reduce, size_t step, std::initializer_list<MessageId> deps) {
+            if (spec.nvlink_gbps <= 0) return MessageId(-1);  // not modelled
+            Message m{me, me, 0, {}, node_us(unit, reduce), 0, -1, tag_base + static_cast<int>(step)};
+            const MessageId id = add(std::move(m), MessageKind::Local, static_cast<int>(step));
+            for (MessageId d : deps) after(id, d);
+            return id;
+        };
         MessageId previous = -1;  // the step before, done
+        MessageId scattered = -1, gathered = -1;  // the node lanes' last
+        size_t unit = 0;
         std::map<int, size_t> sends_to, receives_from;
         for (size_t i = 0; i < steps.size(); ++i) {
             const plan::Step &s = steps[i];
             Slot &slot = at[static_cast<size_t>(h)][i];
-            auto after = [&](MessageId m, MessageId dep) {
-                if (dep >= 0) dag.messages[static_cast<size_t>(m)].after.push_back(dep);
-            };
+            const bool unit_starts = unit < program.unit_begin.size() && program.unit_begin[unit] == i;
+            if (unit_starts) scattered = node_stage(program.unit_bytes[unit], true, i, {scattered});
+            const bool unit_ends = unit + 1 < program.unit_begin.size() ? program.unit_begin[unit + 1] == i + 1
+                                                                         : i + 1 == steps.size();
             if (s.kind == plan::StepKind::Send) {
                 const size_t k = sends_to[s.peer]++;
                 after(slot.post, previous);
@@ -192,13 +242,14 @@ ScheduleDag build_rail_dag(const ClusterSpec &spec, RailAlgorithm algorithm, siz
                 after(slot.done, previous);
                 previous = slot.done;
             }
+            if (unit_starts) after(s.kind == plan::StepKind::Send ? slot.post : slot.done, scattered);
+            if (unit_ends) gathered = node_stage(program.unit_bytes[unit++], false, i, {previous, gathered});
         }
-        dag.last.push_back(previous);
+        dag.last.push_back(gathered >= 0 ? gathered : previous);
     }
     std::ostringstream d;
-    d << rail_algorithm_name(algorithm) << ": " << dag.steps << " steps per plane rank, " << dag.data_messages
-      << " writes in all, slice " << dag.slice_bytes << " B, chunk " << chunk << " B, " << rail_slots
-      << " in flight per peer";
+    d << rail.name() << ": " << dag.steps << " steps per plane rank, " << dag.data_messages << " writes in all, slice "
+      << dag.slice_bytes << " B, chunk " << chunk << " B, " << rail_slots << " in flight per peer";
     dag.describe = d.str();
     return dag;
 }

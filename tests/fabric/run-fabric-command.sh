@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# gpurdma-fabric as a user runs it: `plan` on the 16 x 8 cluster description (the table,
-# the planner's choice, a recommendation, the CSV with one row per configuration),
-# `validate` (the model against the DCQCN paper: every scenario row printed), `speed` (the
+# gpurdma-fabric as a user runs it: `plan` on the 16 x 8 cluster description (per size the
+# table, the planner's choice, its defaults beside the best found, a summary line; the CSV
+# in a folder it makes), `sweep`'s recommendation, `validate` (the model against the DCQCN
+# paper: every scenario row printed), `speed` (the
 # 128-host ring that docs/FABRIC-MODEL.md times), and the
 # errors a user gets for a bad key or value. The numbers themselves are the model's tests
 # (tests/fabric/fabric_tests); here the command must work end to end.
@@ -19,19 +20,29 @@ check() {  # check NAME COMMAND...: the command must succeed
 }
 
 cluster=$src/contrib/fabric/clusters/16x8-400g.conf
-"$tool" plan "$cluster" --size 64M --out "$out" >"$out/plan.txt" 2>&1
+# plan: two sizes, its folder made on the way (it does not exist yet).
+"$tool" plan "$cluster" --size 1M,64M --out "$out/plan/out" >"$out/plan.txt" 2>&1
 rc=$?
 cat "$out/plan.txt"
 check "plan exits 0" test $rc -eq 0
-check "plan names the planner's choice" grep -q "gpurdma's planner (cost model from this cluster) chooses: " "$out/plan.txt"
-check "plan prints 16 configurations (4 chunks x 4 in-flight limits)" \
-    test "$(grep -c '^| hier | ' "$out/plan.txt")" -eq 16
-check "plan prints gpurdma's defaults" grep -q "^with gpurdma's defaults (256 KiB chunks, 4 in flight per rail peer): " \
-    "$out/plan.txt"
-check "plan recommends settings" grep -q "^recommended: --mca coll_gpurdma_chunk_size [0-9]* --mca coll_gpurdma_rail_slots [0-9]*" \
-    "$out/plan.txt"
-check "plan writes the CSV" test "$(grep -c '^hier,' "$out/sweep.csv")" -eq 16
-check "no configuration failed in the model" test "$(awk -F, 'NR > 2 && $NF != 1' "$out/sweep.csv" | wc -l)" -eq 0
+check "plan names the planner's choice for each size" \
+    test "$(grep -c "gpurdma's planner (cost model from this cluster) chooses: " "$out/plan.txt")" -eq 2
+# Per size: gpurdma's defaults, then 5 rail settings x 3 in-flight limits but the defaults' own.
+check "plan prints 15 configurations per size" test "$(grep -cE '^\| (hier|auto/256K|ring/slice|rhd/slice|rhd/4096K) \| ' "$out/plan.txt")" -eq 30
+check "plan prints gpurdma's defaults beside the best it found" \
+    test "$(grep -c "^with gpurdma's defaults (.*): .* us, .* x ideal; best the model found: " "$out/plan.txt")" -eq 2
+check "plan ends with one summary line per size" test "$(grep -cE '^summary: size=[0-9]+ choice=[a-z-]+ time_us=[0-9.]+ ideal_us=[0-9.]+ best=[^ ]+/[0-9]+/[0-9]+/[0-9]+ best_us=[0-9.]+ mem_per_rank_mib=[0-9.]+$' "$out/plan.txt")" -eq 2
+check "plan made its folder and wrote the CSV" test "$(grep -c '^67108864,' "$out/plan/out/sweep.csv")" -eq 15
+check "no configuration failed in the model" test "$(awk -F, 'NR > 2 && $NF != 1' "$out/plan/out/sweep.csv" | wc -l)" -eq 0
+touch "$out/a-file"
+"$tool" plan "$cluster" --size 1M --out "$out/a-file/sub" >"$out/bad.txt" 2>&1
+check "plan refuses a folder it cannot make" test $? -eq 1
+check "  and says so in one line" grep -q "^gpurdma-fabric: --out .*a-file/sub: cannot create the folder" "$out/bad.txt"
+# sweep: one size, every setting, a recommendation.
+"$tool" sweep "$cluster" --size 16M --rails hier,ring --chunks 256K,1M --slots 2,4 >"$out/sweep.txt" 2>&1
+check "sweep exits 0" test $? -eq 0
+check "sweep recommends settings" grep -q "^recommended: --mca coll_gpurdma_chunk_size [0-9]* --mca coll_gpurdma_rail_slots [0-9]*" \
+    "$out/sweep.txt"
 
 "$tool" validate >"$out/validate.txt" 2>&1
 check "validate exits 0" test $? -eq 0
