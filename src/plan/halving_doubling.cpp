@@ -13,15 +13,18 @@ using namespace detail;
 
 namespace {
 
-// The fold of a group of n into p = the largest power of two <= n: the first 2(n - p)
-// members pair up, the odd one of a pair folding into the even one.
+// The fold of a group of n into p = the largest power of two <= n: the members from p on
+// fold into the member p before them (recursive doubling's pairs: no new channel).
 struct Fold {
     int n, p, extra;
     explicit Fold(int size) : n(size), p(power_of_two_floor(size)), extra(size - p) {}
-    bool folded_away(int m) const { return m < 2 * extra && m % 2 == 1; }
+    bool folded_away(int m) const { return m >= p; }
     // The member's index among the p that exchange (-1 for one folded away).
-    int core_of(int m) const { return folded_away(m) ? -1 : m < 2 * extra ? m / 2 : m - extra; }
-    int member_of(int c) const { return c < extra ? 2 * c : c + extra; }
+    int core_of(int m) const { return folded_away(m) ? -1 : m; }
+    int member_of(int c) const { return c; }
+    // A folding member's partner: the member p before it (or after, for the core one).
+    int fold_partner(int m) const { return m >= p ? m - p : m + p; }
+    bool folds(int m) const { return m >= p || m + p < n; }
 };
 
 // One exchange with a partner: ranges to send and to receive, each split into pieces of
@@ -91,7 +94,7 @@ std::vector<int> halving_doubling_partners(int index, int n)
     std::vector<int> out;
     if (n < 2) return out;
     const Fold f(n);
-    if (index < 2 * f.extra) out.push_back(index ^ 1);
+    if (f.folds(index)) out.push_back(f.fold_partner(index));
     const int c = f.core_of(index);
     for (int d = 1; c >= 0 && d < f.p; d <<= 1) out.push_back(f.member_of(c ^ d));
     return out;
@@ -110,16 +113,16 @@ void append_halving_doubling(std::vector<Step> &steps, const Group &g, Buf own, 
     std::vector<Exchange> xs;
     if (f.folded_away(g.me)) {
         // The whole contribution to the even neighbour, the result back from it.
-        const int even = member(g.me - 1);
+        const int even = member(f.fold_partner(g.me));
         xs.push_back(Exchange{even, Phase::RdFoldIn, all, {}, own, Buf::Recv, false, false});
         xs.push_back(Exchange{even, Phase::RdFoldOut, {}, all, Buf::Recv, Buf::Recv, false, false});
         emit(steps, xs, elem, w);
         return;
     }
     Buf local = own;  // where this member's partial sums are: its contribution until the first reduction
-    if (g.me < 2 * f.extra) {
-        // The odd neighbour's data is later in the group: this member's value first.
-        xs.push_back(Exchange{member(g.me + 1), Phase::RdFoldIn, {}, all, own, own, true, false});
+    if (f.folds(g.me)) {
+        // The folding member's data is later in the group: this member's value first.
+        xs.push_back(Exchange{member(f.fold_partner(g.me)), Phase::RdFoldIn, {}, all, own, own, true, false});
         local = Buf::Recv;
     }
     const int c = f.core_of(g.me);
@@ -197,8 +200,9 @@ void append_halving_doubling(std::vector<Step> &steps, const Group &g, Buf own, 
         xs.push_back(std::move(x));
         lo = std::min(lo, their_lo), hi = std::max(hi, their_hi);
     }
-    if (g.me < 2 * f.extra)
-        xs.push_back(Exchange{member(g.me + 1), Phase::RdFoldOut, all, {}, Buf::Recv, Buf::Recv, false, false});
+    if (f.folds(g.me))
+        xs.push_back(
+            Exchange{member(f.fold_partner(g.me)), Phase::RdFoldOut, all, {}, Buf::Recv, Buf::Recv, false, false});
     emit(steps, xs, elem, w);
 }
 

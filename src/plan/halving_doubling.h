@@ -10,11 +10,12 @@
 // linear placement, members of one leaf switch; only the last, smallest ones cross
 // the spines.
 //
-// A group that is not a power of two folds its first 2(n - p) members in pairs, as
-// MPICH does: the odd member of each pair sends its data to its even neighbour, which
-// takes part for both and sends the result back at the end. The pairs are neighbours
-// (one leaf, where the group is in placement order); the fold costs one whole message
-// each way on those pairs.
+// A group that is not a power of two folds its n - p last members into the members p
+// before them, as recursive doubling does (plan/recursive_doubling.h): each sends its data
+// to that partner, which takes part for both and sends the result back at the end. The
+// fold costs one whole message each way on those pairs; its partners are recursive
+// doubling's, and the exchanges' are at distances 2^k: no channel beyond the ones the
+// other schedules already have (plan::peers).
 //
 // Every exchange streams its range in pieces of at most `chunk` bytes, one landing slot
 // each, with `window` sends ahead of the first receive (deadlock-free while window is at

@@ -9,6 +9,7 @@
 #include <random>
 
 #include "plan/halving_doubling.h"
+#include "plan/neighbors.h"
 #include "plan/planner.h"
 #include "plan/rail.h"
 #include "plan/rail_choice.h"
@@ -193,4 +194,20 @@ TEST(RailChoice, PartnersAreSymmetric)
                 const auto back = gpurdma::plan::halving_doubling_partners(j, n);
                 EXPECT_NE(std::find(back.begin(), back.end(), i), back.end()) << n << ": " << i << " -> " << j;
             }
+}
+
+// Halving-doubling needs no channel the other schedules lack (landing slots do not grow):
+// every partner is a recursive-doubling one (plan::neighbors) or at a distance 2^k, as
+// the rail's binomial trees already have.
+TEST(RailChoice, PartnersAreChannelsThatExistAlready)
+{
+    for (int n = 2; n <= 70; ++n)
+        for (int i = 0; i < n; ++i) {
+            const auto nb = gpurdma::plan::neighbors(n, i);
+            for (int j : gpurdma::plan::halving_doubling_partners(i, n)) {
+                const int d = std::abs(i - j);
+                const bool tree = (d & (d - 1)) == 0 || ((n - d) & (n - d - 1)) == 0;
+                EXPECT_TRUE(tree || std::find(nb.begin(), nb.end(), j) != nb.end()) << n << ": " << i << " -> " << j;
+            }
+        }
 }
