@@ -107,6 +107,19 @@ run "hierarchical forced, 1,3 + 4 KiB chunks" used 300 -- -np 4 "${on[@]}" --mca
     --mca coll_gpurdma_algorithm hier --mca coll_gpurdma_chunk_size 4096 "$bin/allreduce_check" --quick --strict
 run "one rank per logical node (flat over UCX)" used 300 -- -np 3 "${on[@]}" --mca coll_gpurdma_logical_nodes 1 \
     "$bin/allreduce_check" --quick --strict
+# The rail stage by halving-doubling (plan/halving_doubling.h) at node counts that are
+# powers of two and not (3, 5, 6, 7 fold neighbour pairs), 2 ranks a node, small chunks
+# so that units span pieces and the exchanges overlap; the whole slice one unit (8 nodes
+# choose their units by the cost model: the set-up line prints the plan).
+for nodes in 3 5 6 7 8; do
+    USED_PATTERN="rail stage between nodes.*by halving-doubling" run "hierarchical $nodes logical nodes x 2, rail rhd" \
+        used 300 -- -np $((2 * nodes)) "${on[@]}" --mca coll_gpurdma_logical_nodes 2 --mca coll_gpurdma_algorithm hier \
+        --mca coll_gpurdma_rail_algorithm rhd --mca coll_gpurdma_chunk_size 16384 --mca coll_gpurdma_timeout 30 \
+        "$bin/allreduce_check" --quick --strict
+done
+USED_PATTERN="rail stage between nodes" run "hierarchical 8 logical nodes x 2, rail and units automatic" used 300 -- \
+    -np 16 "${on[@]}" --mca coll_gpurdma_logical_nodes 2 --mca coll_gpurdma_timeout 30 "$bin/allreduce_check" --quick \
+    --strict
 # Open MPI's own ops deviate from the standard in places (see tests/mpi/README.md): not strict.
 run "allreduce np=4 component off" off 300 -- -np 4 --mca op ^avx "$bin/allreduce_check" --quick
 
@@ -280,6 +293,14 @@ run_retry "lifecycle np=2 over UCX tcp" used 600 UCX_TLS=tcp -- -np 2 "${on[@]}"
         USED_PATTERN="rail stage reduces on the device" run "device buffers 3+1+2 logical nodes, rail on the GPU" \
             used 120 -- -np 6 "${dev_on[@]}" --mca coll_gpurdma_logical_nodes 3,1,2 \
             --mca coll_gpurdma_rail_reduce device "$bin/device_check" --max-bytes 262144 --expect-device
+        # Halving-doubling rails in units of the whole slice (up to 128 KiB here, 16 KiB
+        # chunks): the host's page-locked chunk buffers grow to a unit; the GPU's in place.
+        for mode in host device; do
+            USED_PATTERN="by halving-doubling" run "device buffers 3+1+2 logical nodes, rhd rails in whole slices, $mode" \
+                used 120 -- -np 6 "${dev_on[@]}" --mca coll_gpurdma_logical_nodes 3,1,2 \
+                --mca coll_gpurdma_rail_algorithm rhd --mca coll_gpurdma_rail_unit 1073741824 \
+                --mca coll_gpurdma_rail_reduce $mode "$bin/device_check" --max-bytes 262144 --expect-device
+        done
         if [ ${#device_x[@]} -gt 0 ]; then
             USED_PATTERN="arrivals land in GPU memory" run \
                 "device buffers 2x2 logical nodes, rail on the GPU, sends straight, arrivals in GPU memory" used 120 \
