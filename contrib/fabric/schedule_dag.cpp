@@ -105,10 +105,7 @@ bool parse_rail_plan(const std::string &text, RailPlan *out)
     const size_t slash = text.find('/');
     const std::string a = text.substr(0, slash), u = slash == std::string::npos ? "auto" : text.substr(slash + 1);
     RailPlan r;
-    if (!plan::parse_algorithm(a, &r.algorithm) ||
-        (r.algorithm != plan::Algorithm::Auto && r.algorithm != plan::Algorithm::Ring &&
-         r.algorithm != plan::Algorithm::RecursiveDoubling && r.algorithm != plan::Algorithm::HalvingDoubling))
-        return false;
+    if (!plan::parse_algorithm(a, &r.algorithm) || !plan::is_rail_algorithm(r.algorithm)) return false;
     if (u == "slice") {
         r.unit = kWholeSlice;
     } else if (u != "auto") {
@@ -215,8 +212,8 @@ ScheduleDag build_rail_dag(const ClusterSpec &spec, const RailPlan &rail, size_t
             Slot &slot = at[static_cast<size_t>(h)][i];
             const bool unit_starts = unit < program.unit_begin.size() && program.unit_begin[unit] == i;
             if (unit_starts) scattered = node_stage(program.unit_bytes[unit], true, i, {scattered});
-            const bool unit_ends = unit + 1 < program.unit_begin.size() ? program.unit_begin[unit + 1] == i + 1
-                                                                         : i + 1 == steps.size();
+            const bool unit_ends =
+                unit + 1 < program.unit_begin.size() ? program.unit_begin[unit + 1] == i + 1 : i + 1 == steps.size();
             if (s.kind == plan::StepKind::Send) {
                 const size_t k = sends_to[s.peer]++;
                 after(slot.post, previous);

@@ -7,6 +7,7 @@
 #include "core/counters.h"
 #include "core/params.h"
 #include "exec/ucx_close.h"
+#include "plan/rail_choice.h"
 #include "topo/nic.h"
 #include "topo/placement.h"
 #include "topo/topology.h"
@@ -66,10 +67,8 @@ gpurdma::Status gpurdma_context::create(const gpurdma_config_t &c, std::unique_p
     if (!gpurdma::plan::parse_algorithm(ctx->algorithm_text, &plan.algorithm))
         return gpurdma::Status::error(GPURDMA_ERR_INVALID, "unknown algorithm '" + ctx->algorithm_text + "'");
     plan.rail_unit = cfg.rail_unit;
-    using gpurdma::plan::Algorithm;
     if (!gpurdma::plan::parse_algorithm(ctx->rail_algorithm, &plan.rail_algorithm) ||
-        (plan.rail_algorithm != Algorithm::Auto && plan.rail_algorithm != Algorithm::Ring &&
-         plan.rail_algorithm != Algorithm::RecursiveDoubling && plan.rail_algorithm != Algorithm::HalvingDoubling))
+        !gpurdma::plan::is_rail_algorithm(plan.rail_algorithm))
         return gpurdma::Status::error(GPURDMA_ERR_INVALID, "unknown rail algorithm '" + ctx->rail_algorithm + "'");
     *out = std::move(ctx);
     return gpurdma::Status::ok();

@@ -16,13 +16,10 @@ namespace {
 // The fold of a group of n into p = the largest power of two <= n: the members from p on
 // fold into the member p before them (recursive doubling's pairs: no new channel).
 struct Fold {
-    int n, p, extra;
-    explicit Fold(int size) : n(size), p(power_of_two_floor(size)), extra(size - p) {}
+    int n, p;
+    explicit Fold(int size) : n(size), p(power_of_two_floor(size)) {}
     bool folded_away(int m) const { return m >= p; }
-    // The member's index among the p that exchange (-1 for one folded away).
-    int core_of(int m) const { return folded_away(m) ? -1 : m; }
-    int member_of(int c) const { return c; }
-    // A folding member's partner: the member p before it (or after, for the core one).
+    // A folding member's partner: the member p before it (or after, for the one that stays).
     int fold_partner(int m) const { return m >= p ? m - p : m + p; }
     bool folds(int m) const { return m >= p || m + p < n; }
 };
@@ -95,8 +92,7 @@ std::vector<int> halving_doubling_partners(int index, int n)
     if (n < 2) return out;
     const Fold f(n);
     if (f.folds(index)) out.push_back(f.fold_partner(index));
-    const int c = f.core_of(index);
-    for (int d = 1; c >= 0 && d < f.p; d <<= 1) out.push_back(f.member_of(c ^ d));
+    for (int d = 1; !f.folded_away(index) && d < f.p; d <<= 1) out.push_back(index ^ d);
     return out;
 }
 
@@ -125,18 +121,19 @@ void append_halving_doubling(std::vector<Step> &steps, const Group &g, Buf own, 
         xs.push_back(Exchange{member(f.fold_partner(g.me)), Phase::RdFoldIn, {}, all, own, own, true, false});
         local = Buf::Recv;
     }
-    const int c = f.core_of(g.me);
+    const int c = g.me;  // its index among the p that exchange (the first p)
     auto blocks = [&](int lo, int hi) {  // blocks [lo, hi) of p, as one element range
         const Range a = segment(first, count, f.p, lo), b = segment(first, count, f.p, hi - 1);
         return Range{a.first, b.first + b.count - a.first};
     };
-    // Blocks [lo, hi) in two halves, the one the next level works on first: in the
-    // reduce-scatter the half the next exchange gives away, in the allgather the half held
-    // before the last exchange (ready at once). That is the lower half where bit `bit` of
-    // the member's index is 1 on the reduce-scatter's way down and 0 on the allgather's way
-    // back; partners at distance d < bit agree on that bit, so sender and receiver split
-    // and order every range alike.
+    // Blocks [lo, hi) as the level of `bit` works on them: whole where there is no such
+    // level, else in two halves, the one that level works on first: in the reduce-scatter
+    // the half it gives away, in the allgather the half held before (ready at once). That
+    // is the lower half where bit `bit` of the member's index is 1 on the reduce-scatter's
+    // way down and 0 on the allgather's way back; partners at distance d < bit agree on
+    // that bit, so sender and receiver split and order every range alike.
     auto halves = [&](int lo, int hi, int bit, bool gather) {
+        if (bit >= f.p) return std::vector<Range>{blocks(lo, hi)};
         const int mid = (lo + hi) / 2;
         const bool lower_first = ((c & bit) != 0) != gather;
         return lower_first ? std::vector<Range>{blocks(lo, mid), blocks(mid, hi)}
@@ -154,12 +151,10 @@ void append_halving_doubling(std::vector<Step> &steps, const Group &g, Buf own, 
         const int keep_lo = keep_low ? lo : mid, keep_hi = keep_low ? mid : hi;
         const int give_lo = keep_low ? mid : lo, give_hi = keep_low ? hi : mid;
         const bool last = d * 2 >= f.p;
-        const std::vector<Range> keep =
-            last ? std::vector<Range>{blocks(keep_lo, keep_hi)} : halves(keep_lo, keep_hi, d * 2, false);
-        const std::vector<Range> give =
-            last ? std::vector<Range>{blocks(give_lo, give_hi)} : halves(give_lo, give_hi, d * 2, false);
+        const std::vector<Range> keep = halves(keep_lo, keep_hi, d * 2, false);
+        const std::vector<Range> give = halves(give_lo, give_hi, d * 2, false);
         // The lower-indexed member's value first, on both sides of every pair.
-        Exchange x{member(f.member_of(partner)),
+        Exchange x{member(partner),
                    Phase::HalvingReduceScatter,
                    pieces(give, piece_elems),
                    pieces(keep, piece_elems),
@@ -182,10 +177,8 @@ void append_halving_doubling(std::vector<Step> &steps, const Group &g, Buf own, 
         const bool held_low = (c & d) == 0;
         const int their_lo = held_low ? hi : lo - size, their_hi = their_lo + size;
         const bool first_gather = d * 2 >= f.p;
-        const std::vector<Range> out = first_gather ? std::vector<Range>{blocks(lo, hi)} : halves(lo, hi, d * 2, true);
-        const std::vector<Range> in =
-            first_gather ? std::vector<Range>{blocks(their_lo, their_hi)} : halves(their_lo, their_hi, d * 2, true);
-        Exchange x{member(f.member_of(partner)),
+        const std::vector<Range> out = halves(lo, hi, d * 2, true), in = halves(their_lo, their_hi, d * 2, true);
+        Exchange x{member(partner),
                    Phase::DoublingAllgather,
                    pieces(out, piece_elems),
                    pieces(in, piece_elems),

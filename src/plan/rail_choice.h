@@ -29,6 +29,14 @@ int rail_window_for(const PlanParams &p, int nodes, size_t write_bytes);
 constexpr size_t kLargeRailWrite = size_t{128} << 10;
 constexpr int kCollidingNodes = 8;
 
+// Whether `a` may be the rail's algorithm (coll_gpurdma_rail_algorithm): Auto, Ring,
+// RecursiveDoubling or HalvingDoubling.
+inline bool is_rail_algorithm(Algorithm a)
+{
+    return a == Algorithm::Auto || a == Algorithm::Ring || a == Algorithm::RecursiveDoubling ||
+           a == Algorithm::HalvingDoubling;
+}
+
 // Estimated microseconds of the allreduce of `bytes` among `nodes` members by `a` (Ring,
 // RecursiveDoubling, HalvingDoubling) over the cost model's network link: messages of at
 // most chunk_size bytes, rail_window of them in flight to a peer, each credit a round

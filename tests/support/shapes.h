@@ -35,6 +35,18 @@ inline topo::Topology nodes_of(const std::vector<int> &sizes, bool interleave = 
     return topo::build_topology(hosts, "", &warn);
 }
 
+// n buffers of count random int32 (their sums wrap).
+inline std::vector<std::vector<char>> int_inputs(int n, size_t count, uint32_t seed)
+{
+    std::vector<std::vector<char>> in(static_cast<size_t>(n), std::vector<char>(count * 4));
+    std::mt19937 rng(seed);
+    for (auto &buf : in) {
+        auto *p = reinterpret_cast<int32_t *>(buf.data());
+        for (size_t i = 0; i < count; ++i) p[i] = static_cast<int32_t>(rng());
+    }
+    return in;
+}
+
 // n buffers of count doubles in [-1000, 1000]: their sums are inexact, so the order of
 // a reduction shows in the bits.
 inline std::vector<std::vector<char>> double_inputs(int n, size_t count, uint32_t seed)

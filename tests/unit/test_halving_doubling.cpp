@@ -21,21 +21,11 @@ using gpurdma::plan::Algorithm;
 using gpurdma::plan::PlanParams;
 using gpurdma::plan::Schedule;
 using gpurdma::plan::StepKind;
+using gpurdma::testing::int_inputs;
 using gpurdma::testing::nodes_of;
 using gpurdma::topo::Topology;
 
 namespace {
-
-std::vector<std::vector<char>> int_inputs(int n, size_t count, uint32_t seed)
-{
-    std::vector<std::vector<char>> in(static_cast<size_t>(n), std::vector<char>(count * 4));
-    std::mt19937 rng(seed);
-    for (auto &buf : in) {
-        auto *p = reinterpret_cast<int32_t *>(buf.data());
-        for (size_t i = 0; i < count; ++i) p[i] = static_cast<int32_t>(rng());  // sums wrap
-    }
-    return in;
-}
 
 void check(const Topology &t, size_t count, const PlanParams &p, int slots, bool in_place)
 {

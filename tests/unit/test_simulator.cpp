@@ -12,21 +12,11 @@
 
 using gpurdma::plan::Algorithm;
 using gpurdma::plan::PlanParams;
+using gpurdma::testing::int_inputs;
 using gpurdma::testing::nodes_of;
 using gpurdma::testing::simulate;
 
 namespace {
-
-std::vector<std::vector<char>> int_inputs(int n, size_t count, uint32_t seed)
-{
-    std::vector<std::vector<char>> in(n, std::vector<char>(count * 4));
-    std::mt19937 rng(seed);
-    for (auto &buf : in) {
-        auto *p = reinterpret_cast<int32_t *>(buf.data());
-        for (size_t i = 0; i < count; ++i) p[i] = static_cast<int32_t>(rng());  // sums wrap
-    }
-    return in;
-}
 
 std::vector<char> reference(const std::vector<std::vector<char>> &in, size_t count, gpurdma_dtype_t t, gpurdma_op_t op)
 {
