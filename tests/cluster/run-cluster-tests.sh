@@ -10,7 +10,8 @@
 #   e. nonblocking_check --quick (MPI_Iallreduce, persistent) and thread_stress_check
 #      (MPI_THREAD_MULTIPLE) at 2 x 2, gpurdma's MPI_T counters required; collectives_check
 #      --lite (reduce-scatter, allgather, bcast, reduce; counters required) at 2 x 2 and 3+1+2;
-#      allreduce_check with coll_gpurdma_rail_slots 1 (2 x 2) and 64 (3+1+2);
+#      allreduce_check with coll_gpurdma_rail_slots 1 (2 x 2) and 64 (3+1+2), and with the
+#      rail stage by halving-doubling at 3+1+2 (3 nodes: the fold);
 #   f. device_check --quick (GPU buffers) at 2 x 2 and 3+1+2 with --expect-device (and
 #      the rail stage on the GPU: sends staged at 3+1+2, straight at 2 x 2): on
 #      GPU 0 where there is one, else with the stand-in libcuda.so.1 on every rank
@@ -248,6 +249,12 @@ WANT="1 in flight per rail peer" checked "admission: rail_slots 1, 2 hosts x 2 r
     --strict -- --host node0:2,node1:2 --mca coll_gpurdma_rail_slots 1
 WANT="64 in flight per rail peer" checked "admission: rail_slots 64, 3 hosts, 3+1+2 ranks" 3 180 allreduce_check \
     --quick --strict -- --host node0:3,node1:1,node2:2 --mca coll_gpurdma_rail_slots 64 \
+    --mca coll_gpurdma_chunk_size 16384
+# The rail stage by halving-doubling over real sockets between hosts: 3 nodes is not a
+# power of two, so node 2 folds into node 0 before the exchanges and gets its result back
+# after (plan/halving_doubling.h); 16 KiB chunks so that a call is several units.
+WANT="by halving-doubling" checked "rail stage by halving-doubling, 3 hosts, 3+1+2 ranks" 3 180 allreduce_check \
+    --quick --strict -- --host node0:3,node1:1,node2:2 --mca coll_gpurdma_rail_algorithm rhd \
     --mca coll_gpurdma_chunk_size 16384
 
 # --- f: GPU buffers across hosts
