@@ -29,6 +29,11 @@ public:
     // through `hosts` when given ("rank 3 on host b: <why>").
     Status vote(const Status &mine, const std::vector<std::string> &hosts = {});
 
+    // An exchange's first round: each rank's record length and, up to kInlineBytes, the
+    // record itself (set-up records fit; longer ones take a second round).
+    static constexpr size_t kBlockBytes = 512;
+    static constexpr size_t kInlineBytes = kBlockBytes - sizeof(uint64_t);
+
 private:
     gpurdma_bootstrap_t bootstrap_;
     int rank_;

@@ -4,6 +4,8 @@
 // and its reason; a rank that is gone makes the others' exchange fail, not hang.
 #include <gtest/gtest.h>
 
+#include <cstring>
+
 #include <functional>
 #include <string>
 #include <vector>
@@ -180,31 +182,48 @@ namespace {
 
 // The ranks that stay vote; `gone` leaves (exit 1) after `rounds_done` raw bootstrap
 // rounds. The others' vote must fail with the exchange's error, within the timeout.
-void check_rank_gone(int size, int gone, int rounds_done)
+// The rank `gone` takes part in the first round of a vote (saying no, so that the
+// others go on to the reasons' round) or of a long record's exchange (so that they go on
+// to the data round), or in none, then dies: the others fail, none hangs.
+enum class GoneAfter { Nothing, RefusingVote, LongRecordLengths };
+
+void check_rank_gone(int size, int gone, GoneAfter after)
 {
+    const size_t long_record = Agreement::kInlineBytes + 100;
     const RankResult res = run_ranks(
         size,
         [&](int rank, int n, gpurdma_bootstrap_t boot) {
             if (rank == gone) {
-                // Takes part in the first rounds (the records' length round), then dies.
-                for (int i = 0; i < rounds_done; ++i) {
-                    const uint64_t len = 64;
-                    std::vector<uint64_t> lens(static_cast<size_t>(n));
-                    boot.allgather(&len, lens.data(), sizeof len, boot.arg);
+                if (after == GoneAfter::RefusingVote) {
+                    const uint32_t no = 0;
+                    std::vector<uint32_t> votes(static_cast<size_t>(n));
+                    boot.allgather(&no, votes.data(), sizeof no, boot.arg);
+                } else if (after == GoneAfter::LongRecordLengths) {
+                    std::string block(Agreement::kBlockBytes, '\0');
+                    const uint64_t len = long_record;
+                    std::memcpy(&block[0], &len, sizeof len);
+                    std::string blocks(Agreement::kBlockBytes * static_cast<size_t>(n), '\0');
+                    boot.allgather(block.data(), &blocks[0], Agreement::kBlockBytes, boot.arg);
                 }
                 return 1;
             }
             RankCheck check(rank);
             Agreement agreement(boot, rank, n);
-            const Status got = agreement.vote(Status::ok(), hosts_of(n));
+            Status got;
+            if (after == GoneAfter::LongRecordLengths) {
+                std::vector<std::string> all;
+                got = agreement.exchange(record(rank, long_record), &all);
+            } else {
+                got = agreement.vote(Status::ok(), hosts_of(n));
+            }
             check.expect(got.code() == GPURDMA_ERR_TRANSPORT,
-                         "vote with a rank gone: code " + std::to_string(got.code()) + ", want GPURDMA_ERR_TRANSPORT");
-            check.equal(got.message(), "set-up exchange failed", "vote with a rank gone");
+                         "with a rank gone: code " + std::to_string(got.code()) + ", want GPURDMA_ERR_TRANSPORT");
+            check.equal(got.message(), "set-up exchange failed", "with a rank gone");
             return check.result();
         },
         kTimeoutS);
     const std::string what = std::to_string(size) + " ranks, rank " + std::to_string(gone) + " gone after " +
-                             std::to_string(rounds_done) + " rounds";
+                             std::to_string(static_cast<int>(after));
     EXPECT_FALSE(res.timed_out) << what << ": " << res.detail;
     EXPECT_EQ(res.failed, 1) << what << ": " << res.detail;
     EXPECT_EQ(res.detail, "rank " + std::to_string(gone) + ": exit 1") << what;
@@ -215,11 +234,16 @@ void check_rank_gone(int size, int gone, int rounds_done)
 TEST(Agreement, RankGoneBeforeTheVoteFailsTheOthersWithoutHanging)
 {
     for (int size = 2; size <= 4; ++size)
-        for (int gone : {0, size - 1}) check_rank_gone(size, gone, 0);
+        for (int gone : {0, size - 1}) check_rank_gone(size, gone, GoneAfter::Nothing);
+}
+
+TEST(Agreement, RankGoneAfterVotingNoFailsTheOthersInTheReasonsRound)
+{
+    for (int size = 2; size <= 4; ++size) check_rank_gone(size, size - 1, GoneAfter::RefusingVote);
 }
 
 TEST(Agreement, RankGoneBetweenLengthAndDataRoundsFailsTheOthers)
 {
-    // A vote record is never empty, so the exchange takes its second (data) round.
-    for (int size = 2; size <= 4; ++size) check_rank_gone(size, size - 1, 1);
+    // A record longer than a block takes the exchange's second (data) round.
+    for (int size = 2; size <= 4; ++size) check_rank_gone(size, size - 1, GoneAfter::LongRecordLengths);
 }
