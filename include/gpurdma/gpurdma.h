@@ -202,6 +202,8 @@ typedef struct gpurdma_config {
                                  cost model's choice */
     const char *rail_algorithm; /* that stage's algorithm per unit: "auto", "ring", "rd" or "rhd"
                                  (Rabenseifner's halving-doubling) */
+    size_t shm_arena_size; /* bytes of node shared memory this process hands to the communicators it leads
+                                 on its node (one sparse file, slices reused); 0: a /dev/shm segment each */
     int threads; /* 1: several threads may call into the context at once (MPI_THREAD_MULTIPLE): UCX's
                                  worker is created thread-safe. Not a parameter: the caller's thread level */
     gpurdma_log_fn_t log; /* may be NULL */

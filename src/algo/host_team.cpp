@@ -16,9 +16,9 @@ namespace gpurdma::algo {
 
 namespace {
 
-// 8: the agreed parameters as core/params.h writes them (HostSetup::write_agreed), with
-// rail_unit and rail_algorithm.
-constexpr uint32_t kWireVersion = 8;
+// 9: the media records of pooled memory (the node memory's source, a UCX landing slice's
+// region); 8 added rail_unit and rail_algorithm to the agreed parameters.
+constexpr uint32_t kWireVersion = 9;
 
 // A rank's placement from its set-up record: CPU list, cgroup, job processes, host CPUs.
 bool read_placement(wire::Reader &rd, topo::RankPlacement *p)
@@ -70,9 +70,11 @@ void HostTeam::release_channels()
     if (!loop_) policy.spin_us = setup_.config->spin_us;
     const double bound = std::min(5.0, setup_.config->timeout_s);
     exec::ChannelsRelease release(node, net, hosts_);
-    if (!exec::run_teardown(release, policy, bound, exec::WaitSite{setup_.name, setup_.rank, setup_.host}))
-        setup_.log->log(1, "%s: released after %g s without progress, still waiting for %s", setup_.name.c_str(), bound,
-                        release.describe_wait().c_str());
+    if (exec::run_teardown(release, policy, bound, exec::WaitSite{setup_.name, setup_.rank, setup_.host})) return;
+    // A peer may still write into our landing slice: no other communicator gets it.
+    if (net) net->keep_landing();
+    setup_.log->log(1, "%s: released after %g s without progress, still waiting for %s", setup_.name.c_str(), bound,
+                    release.describe_wait().c_str());
 }
 
 Status HostTeam::agree_on_placement()
@@ -128,8 +130,12 @@ Status HostTeam::connect_media()
     transport::ShmMedium::Request shm_request = Selector::shared_memory(topo_, rank, plan_, cfg.slots);
     const size_t board_at = (shm_request.bytes + CallKinds::kLine - 1) / CallKinds::kLine * CallKinds::kLine;
     const int node_ranks = static_cast<int>(node_members().size());
-    if (node_ranks > 1) shm_request.bytes = board_at + CallKinds::bytes(node_ranks);
-    shm_ = std::make_unique<transport::ShmMedium>(rank, setup_.size, node_members(), shm_request);
+    if (node_ranks > 1) {
+        shm_request.bytes = board_at + CallKinds::bytes(node_ranks);
+        shm_request.cleared.emplace_back(board_at, CallKinds::bytes(node_ranks));
+    }
+    shm_ = std::make_unique<transport::ShmMedium>(rank, setup_.size, node_members(), std::move(shm_request),
+                                                  setup_.arenas);
     ucx_ = std::make_unique<transport::UcxMedium>(
         rank, setup_.size, [this](int r) { return remote_peers(r); }, rail_slots(), cfg.chunk_size, setup_.ucx, hosts_);
     // Rounds 2 and 3: the media set up, exchange records, connect, vote.
@@ -138,10 +144,10 @@ Status HostTeam::connect_media()
     std::vector<bool> local(static_cast<size_t>(setup_.size), false);
     for (int m : node_members()) local[static_cast<size_t>(m)] = true;
     router_ = std::make_unique<transport::Router>(std::move(local), shm_->channels(), ucx_->channels());
-    if (shm_->segment()) {
+    if (shm_->memory()) {
         const auto &members = node_members();
         const auto index = std::lower_bound(members.begin(), members.end(), rank) - members.begin();
-        kinds_.emplace(shm_->segment()->base() + board_at, static_cast<int>(index));
+        kinds_.emplace(shm_->memory()->base + board_at, static_cast<int>(index));
     }
 
     exec::WaitPolicy policy;

@@ -50,6 +50,7 @@ struct HostSetup {
     std::string cgroup;  // the cgroup that limits this process's CPUs
     int host_cpus = 0;  // CPUs that cgroup gives it
     transport::UcxStarter ucx;  // starts the process's UCX on demand
+    transport::ShmArenas *arenas = nullptr;  // the process's node shared memory (null: a segment each)
     // The parameters every rank must share (core/params.h): appended to this rank's
     // record; compared with a peer's (false: unreadable; else *differing names them).
     std::function<void(wire::Writer &)> write_agreed;
@@ -87,7 +88,8 @@ public:
     const exec::ProgressLoop &loop() const { return *loop_; }
 
     transport::PeerTransport &router() { return *router_; }
-    transport::ShmSegment *segment() const { return shm_ ? shm_->segment() : nullptr; }
+    // The node's shared memory of this communicator (null if its node has one rank).
+    const transport::NodeMemory *node_memory() const { return shm_ ? shm_->memory() : nullptr; }
     bool uses_ucx() const { return ucx_ && ucx_->channels(); }
     // Where messages from other nodes land (the UCX channels' region); empty if none.
     transport::MemoryRange landing_from_other_nodes() const

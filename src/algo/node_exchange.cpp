@@ -52,7 +52,7 @@ NodeExchange::NodeExchange(HostTeam &team, const std::string &suffix) : team_(te
 {
     members_ = team.node_members();
     local_ = size_t(std::find(members_.begin(), members_.end(), team.rank()) - members_.begin());
-    if (members_.size() > 1 && team.segment()) name_ = team.segment()->name() + suffix;
+    if (members_.size() > 1 && team.node_memory()) name_ = team.node_memory()->name + suffix;
     bytes_ = sizeof(Slot) * members_.size();
 }
 

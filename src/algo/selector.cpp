@@ -21,10 +21,13 @@ transport::ShmMedium::Request Selector::shared_memory(const topo::Topology &topo
     request.slot_size = plan.chunk_size;
     // The segment holds the slot channels (schedules) or the node arena, never both.
     if (plan::uses_node_allreduce(topo, plan)) {
-        request.bytes = NodeAllreduce::layout(ranks, slots, plan.node_chunk).bytes();
+        const NodeArenaLayout layout = NodeAllreduce::layout(ranks, slots, plan.node_chunk);
+        request.bytes = layout.bytes();
+        request.cleared.emplace_back(0, layout.data_start());  // counters and mailboxes
     } else if (ranks > 1) {
         request.bytes = transport::ShmChannels::segment_bytes(ranks, slots, plan.chunk_size);
         request.slot_channels = true;
+        request.cleared = transport::ShmChannels::cleared(ranks, slots, plan.chunk_size);
     }
     return request;
 }
@@ -41,7 +44,7 @@ Selector::Selector(HostTeam &team) : team_(team)
     const auto &members = team.node_members();
     const int ranks = static_cast<int>(members.size());
     const int index = static_cast<int>(std::lower_bound(members.begin(), members.end(), team.rank()) - members.begin());
-    const NodeArena arena(team.segment()->base(), NodeAllreduce::layout(ranks, cfg.slots, plan.node_chunk));
+    const NodeArena arena(team.node_memory()->base, NodeAllreduce::layout(ranks, cfg.slots, plan.node_chunk));
     sequence_ = std::make_unique<NodeSequence>(ranks);
     node_ = std::make_unique<NodeAllreduce>(arena, *sequence_, members, index,
                                             NodeAllreduce::direct_max(ranks, plan.small_msg_max), team.hosts());

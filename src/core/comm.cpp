@@ -122,7 +122,7 @@ Status gpurdma_comm::ensure_host_team()
     selector_ = std::make_unique<gpurdma::algo::Selector>(*team_);
     tally(&gpurdma_comm_stats_t::setups);
     if (team_->uses_ucx()) tally(&gpurdma_comm_stats_t::registrations);
-    if (team_->segment()) tally(&gpurdma_comm_stats_t::shm_segments);
+    if (team_->node_memory()) tally(&gpurdma_comm_stats_t::shm_segments);
     if (rank == 0 && context->log.enabled(1))
         selector_->log_summary(
             std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());

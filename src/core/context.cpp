@@ -30,6 +30,7 @@ gpurdma_context::gpurdma_context(const gpurdma_config_t &c)
                  return u ? static_cast<int>(u->progress()) : 0;
              })
 {
+    arenas = std::make_unique<gpurdma::transport::ShmArenas>(c.shm_arena_size);
     config.algorithm = algorithm_text.c_str();
     config.ucx_tls = ucx_tls.c_str();
     config.logical_nodes = logical_nodes.c_str();
@@ -100,7 +101,7 @@ gpurdma::transport::UcxContext *gpurdma_context::transport(std::string *why)
         ib.tc = config.ib_tc;
         ib.sl = config.ib_sl;
         const gpurdma::Status started = gpurdma::transport::UcxContext::create(
-            ucx_tls, rail_device, ib, &ucx, config.threads != 0 || config.progress_thread != 0);
+            ucx_tls, rail_device, ib, &ucx, config.threads != 0 || config.progress_thread != 0, config.timeout_s);
         if (!started.is_ok()) ucx_failure = "cannot start UCX: " + started.message();
         ucx_started_.store(ucx.get(), std::memory_order_release);
     }
@@ -120,6 +121,7 @@ gpurdma::algo::HostSetup gpurdma_context::host_setup()
     s.cgroup = cgroup;
     s.host_cpus = host_cpus;
     s.ucx = [this](std::string *why) { return transport(why); };
+    s.arenas = arenas.get();
     s.write_agreed = [this](gpurdma::wire::Writer &w) { gpurdma::params::write_agreed(w, config); };
     s.compare_agreed = [this](gpurdma::wire::Reader &r, std::string *differing) {
         return gpurdma::params::compare_agreed(r, config, differing);

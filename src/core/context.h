@@ -12,6 +12,7 @@
 #include "exec/progress_engine.h"
 #include "gpurdma/gpurdma.h"
 #include "plan/planner.h"
+#include "transport/shm_arena.h"
 #include "transport/ucx_context.h"
 
 struct gpurdma_context {
@@ -31,6 +32,8 @@ struct gpurdma_context {
     gpurdma::plan::PlanParams plan;
     gpurdma::Logger log;
     std::unique_ptr<gpurdma::transport::UcxContext> ucx;  // started by the first set-up
+    // The node shared memory of every communicator of the process (outlives them all).
+    std::unique_ptr<gpurdma::transport::ShmArenas> arenas;
     std::string ucx_failure;  // why it could not start, if so
     gpurdma_comm_stats_t totals{};  // over all communicators, for MPI_T: add_total and read_totals only
 

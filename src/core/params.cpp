@@ -184,15 +184,23 @@ const gpurdma_param_info_t kTable[] = {
     number("rail_unit", SIZE, FIELD(rail_unit), 0, in(0, 1024.0 * kMiB, "is not in 0..1 GiB"), kAllRanks, 7,
            "Bytes of a slice per unit of the hierarchical schedule's stage between nodes (each unit is "
            "allreduced among the nodes at once, streamed through the landing slots in chunk_size pieces; GPU "
-           "buffers staged through page-locked memory take one unit per staging buffer). 0 (auto): the cost "
-           "model's choice, the smallest unit within 10% of the best estimate: one chunk where the rail's "
-           "latency is small beside its bandwidth time, up to the whole slice on many nodes "
+           "buffers staged through page-locked memory take one unit per staging buffer). 0 (auto): one chunk "
+           "below 8 nodes; from 8 nodes the cost model's choice of 1, 2, 4, ... chunks or the whole slice, "
+           "the least estimated time of the three-stage pipeline (the larger unit of two within 2%) "
            "(docs/FABRIC.md)"),
     choice("rail_algorithm", FIELD(rail_algorithm), "auto", rail_algorithm_name, kAllRanks, 7,
            "The algorithm of each unit of the hierarchical schedule's stage between nodes: auto (the cost "
            "model's cheapest: rd where the unit fits one landing slot and small_msg_max, else the ring or rhd), "
            "ring, rd (recursive doubling; rhd for units over one slot), rhd (Rabenseifner's recursive-halving "
            "reduce-scatter and recursive-doubling allgather, the nearest nodes first)"),
+    number("shm_arena_size", SIZE, FIELD(shm_arena_size), 4096.0 * kMiB, in(0, 1048576.0 * kMiB, "is not in 0..1 TiB"),
+           kLocal, 7,
+           "Bytes of node shared memory this process hands out to the communicators it leads on its node (it is "
+           "their first rank there): slices of one sparse memory file per process, mapped once by its node peers "
+           "(through /proc/<pid>/fd), so a new communicator costs no file, mapping or page; pages come as calls "
+           "touch them, and a freed communicator's slice is reused. A communicator that does not fit declines "
+           "(one verbose line) and runs on the previous module. 0: a named /dev/shm segment per communicator, "
+           "reserved in full at set-up (for ranks that cannot see each other's /proc)"),
     text("ucx_tls", FIELD(ucx_tls), "", nullptr, nullptr, kLocal, 7,
          "UCX transports for gpurdma's own UCX context (empty: UCX_TLS or UCX's default)"),
     // Checked by the core when the context starts (topo::logical_node), one warning per host.

@@ -32,23 +32,35 @@ size_t ShmChannels::segment_bytes(int local_ranks, int slots, size_t slot_size)
 }
 
 ShmChannels::ShmChannels(int rank, int size, const std::vector<int> &node_members, int slots, size_t slot_size,
-                         ShmSegment &segment)
+                         char *base)
     : SlotChannels(
           rank, size, [&node_members](int r) { return others(node_members, r); }, slots, slot_size),
       members_(node_members),
       stride_(region_stride(static_cast<int>(node_members.size()), slots, slot_size)),
-      segment_base_(segment.base())
+      segment_base_(base)
 {
     attach_region(region_of(rank));
 }
 
 Status ShmChannels::create(int rank, int size, const std::vector<int> &node_members, int slots, size_t slot_size,
-                           ShmSegment &segment, std::unique_ptr<ShmChannels> *out)
+                           char *base, size_t bytes, std::unique_ptr<ShmChannels> *out)
 {
-    if (segment.bytes() < segment_bytes(static_cast<int>(node_members.size()), slots, slot_size))
+    if (bytes < segment_bytes(static_cast<int>(node_members.size()), slots, slot_size))
         return Status::error(GPURDMA_ERR_NO_RESOURCE, "shared segment too small");
-    out->reset(new ShmChannels(rank, size, node_members, slots, slot_size, segment));
+    out->reset(new ShmChannels(rank, size, node_members, slots, slot_size, base));
     return Status::ok();
+}
+
+std::vector<std::pair<size_t, size_t>> ShmChannels::cleared(int local_ranks, int slots, size_t slot_size)
+{
+    ChannelLayout l;
+    l.neighbors = local_ranks - 1;
+    l.slots = slots;
+    l.slot_size = slot_size;
+    std::vector<std::pair<size_t, size_t>> out;
+    const size_t stride = region_stride(local_ranks, slots, slot_size);
+    for (int r = 0; r < local_ranks; ++r) out.emplace_back(static_cast<size_t>(r) * stride, l.data_start());
+    return out;
 }
 
 char *ShmChannels::region_of(int rank) const

@@ -1,23 +1,25 @@
-// Slot channels between ranks of one node through a shared segment: the sender
+// Slot channels between ranks of one node through shared memory: the sender
 // copies into the receiver's slot and publishes the flag with a release store; no
 // UCX, no system call on the data path.
 #pragma once
 
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "base/status.h"
-#include "transport/shm_segment.h"
 #include "transport/slot_channels.h"
 
 namespace gpurdma::transport {
 
 class ShmChannels : public SlotChannels {
 public:
-    // node_members: the node's ranks, ascending; region i of the segment belongs to
-    // node_members[i]. Fails if the segment is shorter than segment_bytes(...).
+    // node_members: the node's ranks, ascending; region i of the memory at base belongs
+    // to node_members[i]. Fails if bytes is less than segment_bytes(...).
     static Status create(int rank, int size, const std::vector<int> &node_members, int slots, size_t slot_size,
-                         ShmSegment &segment, std::unique_ptr<ShmChannels> *out);
+                         char *base, size_t bytes, std::unique_ptr<ShmChannels> *out);
+    // What must start zero in that memory: each region's flags and credits.
+    static std::vector<std::pair<size_t, size_t>> cleared(int local_ranks, int slots, size_t slot_size);
 
     static size_t region_stride(int local_ranks, int slots, size_t slot_size);
     static size_t segment_bytes(int local_ranks, int slots, size_t slot_size);
@@ -31,8 +33,7 @@ protected:
     void return_credit(Link &link, uint64_t consumed) override;
 
 private:
-    ShmChannels(int rank, int size, const std::vector<int> &node_members, int slots, size_t slot_size,
-                ShmSegment &segment);
+    ShmChannels(int rank, int size, const std::vector<int> &node_members, int slots, size_t slot_size, char *base);
     char *region_of(int rank) const;
 
     std::vector<int> members_;

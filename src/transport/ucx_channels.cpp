@@ -25,9 +25,10 @@ Status UcxChannels::create(UcxContext &context, int rank, int size, const PeerLi
     const Status symmetric_peers = symmetric(rank, peers);
     if (!symmetric_peers.is_ok()) return symmetric_peers;
     std::unique_ptr<UcxChannels> channels(new UcxChannels(context, rank, size, peers, slots, slot_size));
-    const Status registered =
-        RegisteredRegion::create(context.context(), channels->layout_.bytes(), &channels->region_);
-    if (!registered.is_ok()) return registered;
+    // Flags and credits start at zero; the data slots are read only under a flag.
+    const Status taken =
+        context.landing().take(channels->layout_.bytes(), channels->layout_.data_start(), &channels->region_);
+    if (!taken.is_ok()) return taken;
     channels->attach_region(channels->region_->base());
     // Only a complete channel receives: a failed one never registers its sink.
     context.add_sink(channels->channel_id_, channels.get());
@@ -50,6 +51,7 @@ UcxPeerInfo UcxChannels::local_info() const
     UcxPeerInfo info;
     info.worker_address = context_.address();
     info.region_base = reinterpret_cast<uint64_t>(region_->base());
+    info.key_region = region_->region_base();
     info.region_key = region_->packed_key();
     info.channel_id = channel_id_;
     return info;
@@ -63,9 +65,10 @@ Status UcxChannels::connect(const std::vector<UcxPeerInfo> &peers, const std::ve
         const std::string who = "rank " + std::to_string(r) + " (" + hosts.at(static_cast<size_t>(r)) + ")";
         const Status reached = context_.endpoint(info.worker_address, &remotes_[i].ep);
         if (!reached.is_ok()) return reached.prefixed("connect to " + who + ": ");
-        const Status key =
-            RemoteRegion::create(remotes_[i].ep->get(), info.region_base, info.region_key, &remotes_[i].region);
-        if (!key.is_ok()) return key.prefixed("remote key of " + who + ": ");
+        std::shared_ptr<RemoteKey> key;
+        const Status unpacked = remotes_[i].ep->remote_key(info.key_region, info.region_key, &key);
+        if (!unpacked.is_ok()) return unpacked.prefixed("remote key of " + who + ": ");
+        remotes_[i].region = std::make_unique<RemoteRegion>(std::move(key), info.region_base);
         remotes_[i].message_max = remotes_[i].ep->rma_emulated() ? layout_.slot_size : kActiveMessageMax;
         remotes_[i].channel_id = info.channel_id;
     }

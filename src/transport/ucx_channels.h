@@ -2,8 +2,9 @@
 // worker fence, then a put of the slot's flag. Messages up to kActiveMessageMax and
 // all credits are active messages instead, which the receiver's handler writes into
 // the same slot, flag and credit words: one send where the puts take two plus, on
-// transports that emulate RMA (tcp), an acknowledgement each. The region is
-// allocated and registered once (ucp_mem_map), nothing per message.
+// transports that emulate RMA (tcp), an acknowledgement each. The region is a slice
+// of memory the process registered once for all its communicators (landing_pool.h),
+// nothing per message.
 // A rank whose GPU reads its arrivals may offer GPU memory as well (offer_landing):
 // registered with its memory type, the key sent to each peer as an active message.
 // A peer's message for a GPU reader that is put rather than sent then goes there
@@ -22,6 +23,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "transport/landing_pool.h"
 #include "transport/registered_range.h"
 #include "transport/slot_channels.h"
 #include "transport/ucx_context.h"
@@ -33,7 +35,8 @@ namespace gpurdma::transport {
 // What a rank publishes about its UCX side at set-up.
 struct UcxPeerInfo {
     std::string worker_address;
-    uint64_t region_base = 0;
+    uint64_t region_base = 0;  // our landing slice
+    uint64_t key_region = 0;  // the registered region it is in, whose key region_key is
     std::string region_key;
     uint64_t channel_id = 0;  // addresses our active messages (never reused in a process)
 };
@@ -75,6 +78,9 @@ public:
     bool source_busy(const void *ptr, size_t bytes) override;
     bool sends_pending() override;
     size_t region_bytes() const { return layout_.bytes(); }
+    // A peer may still write into our slice (its release did not finish in time): the
+    // slice is never handed to another communicator.
+    void keep_landing() { region_->keep_forever(); }
 
 protected:
     Poll deliver(Link &link, int slot, const void *src, size_t bytes, uint64_t flag, Reader receiver) override;
@@ -123,7 +129,7 @@ private:
     void abandon_requests();
 
     UcxContext &context_;
-    std::unique_ptr<RegisteredRegion> region_;
+    std::unique_ptr<LandingSlice> region_;  // from the context's pool
     std::unique_ptr<UcxMemoryApi> memory_api_;  // before offered_range_: outlives it
     std::unique_ptr<RegisteredRange> offered_range_;
     // Offers from peers (base, packed key) by link, written by the handler.

@@ -5,6 +5,8 @@
 #include <cstring>
 #include <sstream>
 
+#include "transport/ucx_init.h"
+
 namespace gpurdma::transport {
 
 namespace {
@@ -34,10 +36,11 @@ std::vector<std::pair<std::string, std::string>> ucx_ib_config(const UcxIbSettin
 }
 
 Status UcxContext::create(const std::string &tls, const std::string &net_devices, const UcxIbSettings &ib,
-                          std::unique_ptr<UcxContext> *out, bool thread_safe)
+                          std::unique_ptr<UcxContext> *out, bool thread_safe, double init_bound_s)
 {
     std::unique_ptr<UcxContext> context(new UcxContext());
     context->thread_safe_ = thread_safe;
+    context->init_bound_s_ = init_bound_s;
     const Status started = context->start(tls, net_devices, ib);
     if (started.is_ok()) *out = std::move(context);
     return started;
@@ -91,12 +94,9 @@ Status UcxContext::start(const std::string &tls, const std::string &net_devices,
     params.features = UCP_FEATURE_RMA | UCP_FEATURE_AM;
     // Set-ups of communicators in different threads map memory on the context at once.
     params.mt_workers_shared = thread_safe_ ? 1 : 0;
-    st = ucp_init(&params, config, &context_);
-    ucp_config_release(config);
-    if (st != UCS_OK) {
-        context_ = nullptr;
-        return ucx_error("ucp_init", st);
-    }
+    const Status inited = init_ucp_bounded(params, config, init_bound_s_, &context_);
+    if (!inited.is_ok()) return inited;
+    landing_ = std::make_unique<LandingPool>(context_);
 
     ucp_worker_params_t wparams{};
     wparams.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
@@ -153,6 +153,7 @@ UcxContext::~UcxContext()
     // (start_close, closes_running) is abandoned, never waited for here.
     start_close();
     endpoints_.clear();
+    landing_.reset();
     if (worker_) ucp_worker_destroy(worker_);
     if (context_) ucp_cleanup(context_);
 }
@@ -257,10 +258,30 @@ UcxEndpoint::~UcxEndpoint()
     if (closing_) context_.abandon(closing_);
 }
 
+Status UcxEndpoint::remote_key(uint64_t region_base, const std::string &packed_key, std::shared_ptr<RemoteKey> *out)
+{
+    std::lock_guard<std::mutex> hold(keys_lock_);
+    auto &key = keys_[{region_base, packed_key}];
+    if (!key) {
+        const Status unpacked = RemoteKey::unpack(ep_, packed_key, &key);
+        if (!unpacked.is_ok()) {
+            keys_.erase({region_base, packed_key});
+            return unpacked;
+        }
+    }
+    *out = key;
+    return Status::ok();
+}
+
 void UcxEndpoint::start_close()
 {
     if (close_started_) return;
     close_started_ = true;
+    {
+        // No communicator is left to put with them: keys go before their endpoint.
+        std::lock_guard<std::mutex> hold(keys_lock_);
+        keys_.clear();
+    }
     ucp_request_param_t param{};
     param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
     param.flags = UCP_EP_CLOSE_FLAG_FORCE;

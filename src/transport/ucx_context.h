@@ -22,6 +22,8 @@
 
 #include "base/noncopyable.h"
 #include "base/status.h"
+#include "transport/landing_pool.h"
+#include "transport/ucx_memory.h"
 
 namespace gpurdma::transport {
 
@@ -74,9 +76,10 @@ class UcxContext : private NonCopyable {
 public:
     // Starts a context and its worker, or says why not (UCX's reason).
     // tls: UCX_TLS for our context ("" = UCX's); net_devices: UCX_NET_DEVICES ("" = UCX's);
-    // thread_safe: several threads call into it at once.
+    // thread_safe: several threads call into it at once. init_bound_s: the longest wait
+    // for ucp_init (ucx_init.h).
     static Status create(const std::string &tls, const std::string &net_devices, const UcxIbSettings &ib,
-                         std::unique_ptr<UcxContext> *out, bool thread_safe = false);
+                         std::unique_ptr<UcxContext> *out, bool thread_safe = false, double init_bound_s = 60);
     ~UcxContext();
 
     ucp_context_h context() const { return context_; }
@@ -88,6 +91,9 @@ public:
 
     // The endpoint to the worker at `address`, created on first use.
     Status endpoint(const std::string &address, std::shared_ptr<UcxEndpoint> *out);
+
+    // Every communicator's landing slices come from here (regions registered once).
+    LandingPool &landing() { return *landing_; }
 
     // Ids for channels: unique for the life of the process.
     uint64_t new_channel_id() { return ++last_channel_id_; }
@@ -117,12 +123,14 @@ private:
     UcxContext() = default;
     Status start(const std::string &tls, const std::string &net_devices, const UcxIbSettings &ib);
     bool thread_safe_ = false;
+    double init_bound_s_ = 60;
     static ucs_status_t on_am(void *arg, const void *header, size_t header_length, void *data, size_t length,
                               const ucp_am_recv_param_t *param);
 
     ucp_context_h context_ = nullptr;
     ucp_worker_h worker_ = nullptr;
     std::string address_;
+    std::unique_ptr<LandingPool> landing_;  // its regions are unmapped before the context goes
     std::mutex endpoints_lock_;  // never held while waiting for a peer
     std::map<std::string, std::shared_ptr<UcxEndpoint>> endpoints_;
     std::mutex sinks_lock_;  // held while a handler runs: remove_sink waits for it
@@ -146,6 +154,10 @@ public:
     // Whether UCX has no transport doing RMA in hardware or shared memory toward this
     // peer (only tcp): then a put is a message plus an acknowledgement anyway.
     bool rma_emulated() const { return rma_emulated_; }
+    // Our key for the peer's registered region at region_base (its packed key), unpacked
+    // on first use and kept while the endpoint lives: every communicator whose landing
+    // slice is in that region shares it (for a shared-memory transport, one mapping).
+    Status remote_key(uint64_t region_base, const std::string &packed_key, std::shared_ptr<RemoteKey> *out);
 
 private:
     UcxContext &context_;
@@ -153,6 +165,8 @@ private:
     bool rma_emulated_ = false;
     bool close_started_ = false;
     void *closing_ = nullptr;  // the close's request while it runs
+    std::mutex keys_lock_;  // communicators connect from any thread
+    std::map<std::pair<uint64_t, std::string>, std::shared_ptr<RemoteKey>> keys_;  // released before the close
 };
 
 // From ucp_ep_print_info's text (UCX 1.13 has no query for an endpoint's transports):

@@ -11,13 +11,14 @@ void write_info(wire::Writer &record, const UcxPeerInfo &info)
     record.str(info.worker_address);
     record.u64(info.region_base);
     record.u64(info.channel_id);
+    record.u64(info.key_region);
     record.str(info.region_key);
 }
 
 bool read_info(wire::Reader &record, UcxPeerInfo *info)
 {
     return record.str(&info->worker_address) && record.u64(&info->region_base) && record.u64(&info->channel_id) &&
-           record.str(&info->region_key);
+           record.u64(&info->key_region) && record.str(&info->region_key);
 }
 
 }  // namespace

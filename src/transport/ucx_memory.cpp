@@ -1,7 +1,5 @@
 #include "transport/ucx_memory.h"
 
-#include <cstring>
-
 namespace gpurdma::transport {
 
 namespace {
@@ -32,7 +30,6 @@ Status RegisteredRegion::create(ucp_context_h context, size_t length, std::uniqu
     if (st != UCS_OK) return ucx_error("ucp_mem_query", st);
     region->base_ = static_cast<char *>(attr.address);
     region->length_ = attr.length;
-    std::memset(region->base_, 0, region->length_);
     void *rkey = nullptr;
     size_t rkey_len = 0;
     st = ucp_rkey_pack(context, region->memh_, &rkey, &rkey_len);
@@ -48,19 +45,28 @@ RegisteredRegion::~RegisteredRegion()
     if (memh_) ucp_mem_unmap(context_, memh_);
 }
 
-Status RemoteRegion::create(ucp_ep_h ep, uint64_t base, const std::string &packed_key,
-                            std::unique_ptr<RemoteRegion> *out)
+Status RemoteKey::unpack(ucp_ep_h ep, const std::string &packed_key, std::shared_ptr<RemoteKey> *out)
 {
     ucp_rkey_h rkey = nullptr;
     const ucs_status_t st = ucp_ep_rkey_unpack(ep, packed_key.data(), &rkey);
     if (st != UCS_OK) return ucx_error("ucp_ep_rkey_unpack", st);
-    out->reset(new RemoteRegion(rkey, base));
+    out->reset(new RemoteKey(rkey));
     return Status::ok();
 }
 
-RemoteRegion::~RemoteRegion()
+RemoteKey::~RemoteKey()
 {
     ucp_rkey_destroy(rkey_);
+}
+
+Status RemoteRegion::create(ucp_ep_h ep, uint64_t base, const std::string &packed_key,
+                            std::unique_ptr<RemoteRegion> *out)
+{
+    std::shared_ptr<RemoteKey> key;
+    const Status unpacked = RemoteKey::unpack(ep, packed_key, &key);
+    if (!unpacked.is_ok()) return unpacked;
+    *out = std::make_unique<RemoteRegion>(std::move(key), base);
+    return Status::ok();
 }
 
 }  // namespace gpurdma::transport

@@ -1,5 +1,7 @@
 // Memory other processes write into: allocated and registered through UCX once, so
-// that shared-memory transports can map it and RDMA NICs can write it.
+// that shared-memory transports can map it and RDMA NICs can write it. Its pages are
+// the allocator's fresh ones (zero), untouched until written: landing_pool.h clears
+// what a reused slice needs cleared.
 #pragma once
 
 #include <ucp/api/ucp.h>
@@ -7,6 +9,7 @@
 #include <cstddef>
 #include <memory>
 #include <string>
+#include <utility>
 
 #include "base/noncopyable.h"
 #include "base/status.h"
@@ -33,19 +36,30 @@ private:
     std::string packed_key_;
 };
 
-// A peer's region as seen from here: its address and our unpacked key for it.
+// Our unpacked key for a peer's registered region (UcxEndpoint keeps one per region).
+class RemoteKey : private NonCopyable {
+public:
+    static Status unpack(ucp_ep_h ep, const std::string &packed_key, std::shared_ptr<RemoteKey> *out);
+    ~RemoteKey();
+    ucp_rkey_h get() const { return rkey_; }
+
+private:
+    explicit RemoteKey(ucp_rkey_h rkey) : rkey_(rkey) {}
+    ucp_rkey_h rkey_;
+};
+
+// A peer's memory as seen from here: its address and the key of the region it is in.
 class RemoteRegion : private NonCopyable {
 public:
+    // Unpacks a key of its own (memory the peer registered for this channel alone).
     static Status create(ucp_ep_h ep, uint64_t base, const std::string &packed_key, std::unique_ptr<RemoteRegion> *out);
-    ~RemoteRegion();
+    RemoteRegion(std::shared_ptr<RemoteKey> key, uint64_t base) : key_(std::move(key)), base_(base) {}
 
-    ucp_rkey_h key() const { return rkey_; }
+    ucp_rkey_h key() const { return key_->get(); }
     uint64_t base() const { return base_; }
 
 private:
-    RemoteRegion(ucp_rkey_h rkey, uint64_t base) : rkey_(rkey), base_(base) {}
-
-    ucp_rkey_h rkey_ = nullptr;
+    std::shared_ptr<RemoteKey> key_;
     uint64_t base_;
 };
 

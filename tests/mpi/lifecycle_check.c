@@ -6,13 +6,14 @@
  * its resident set size (/proc/self/statm) and its number of open file
  * descriptors (entries of /proc/self/fd) after the baseline cycle (100, or half
  * the cycles when there are fewer than 200) and after the last one.  It fails if
- * the descriptors grew at all on any rank, or the RSS grew by more than 8 MiB.
+ * the descriptors grew at all on any rank, the RSS grew by more than 8 MiB, or a
+ * gpurdma name of this process is left in /dev/shm after the last cycle.
  *
  * --leave K: then K more dups, each named "left to MPI_Finalize <k>" and used once (a
  * checked allreduce), that the program never frees (as IMB leaves its communicators):
  * MPI_Finalize must release gpurdma's state of each (its verbose "freed after" line).
  *
- * Usage: lifecycle_check [--cycles N | N] [--leave K]      (default 1000, 0)
+ * Usage: lifecycle_check [--cycles N | N] [--leave K]      (default 10000, 0)
  */
 #define _POSIX_C_SOURCE 200809L /* opendir, sysconf */
 #include <mpi.h>
@@ -79,9 +80,26 @@ static void cycle(int c, int size, int *in, int *out)
         fail("cycle %d: MPI_Comm_free returned %d", c, rc);
 }
 
+/* Names in /dev/shm that gpurdma made for this process (/gpurdma-<uid>-<pid>-...): none
+ * once every communicator is set up or freed (-1: /dev/shm unreadable, counted as none). */
+static long shm_names_of_this_process(void)
+{
+    char prefix[64];
+    snprintf(prefix, sizeof prefix, "gpurdma-%u-%d-", (unsigned)getuid(), (int)getpid());
+    DIR *d = opendir("/dev/shm");
+    if (!d)
+        return 0;
+    long n = 0;
+    for (struct dirent *e; (e = readdir(d)) != NULL;)
+        if (strncmp(e->d_name, prefix, strlen(prefix)) == 0)
+            n++;
+    closedir(d);
+    return n;
+}
+
 int main(int argc, char **argv)
 {
-    int size, cycles = 1000, baseline;
+    int size, cycles = 10000, baseline;
     long rss0 = -1, fds0 = -1, rss1, fds1;
     long mine[4], *all = NULL;
     long long totals[3];
@@ -136,6 +154,11 @@ int main(int argc, char **argv)
         if (fds1 != fds0) {
             fail("open file descriptors %ld after cycle %d, %ld after cycle %d", fds0,
                  baseline, fds1, cycles);
+            ok = false;
+        }
+        const long names = shm_names_of_this_process();
+        if (names != 0) {
+            fail("%ld gpurdma names of this process left in /dev/shm after cycle %d", names, cycles);
             ok = false;
         }
         if (rss1 - rss0 > RSS_LIMIT_KIB) {

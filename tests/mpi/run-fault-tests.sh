@@ -14,7 +14,9 @@
 #   /dev/shm    nothing left after a normal end, and no name left once set up.
 #   bad config  every MCA parameter with bad values: one warning per process, a safe
 #               default or a decline, correct results.
-#   exhaustion  a 64 KiB /dev/shm, no locked memory, UCX unable to connect.
+#   exhaustion  a 64 KiB /dev/shm (the node memory's arena does not use it; a segment
+#               per communicator declines), no locked memory, UCX unable to connect,
+#               ucp_init hanging on one rank (tests/mpi/ucp_init_hang.c).
 #   stuck peer, nonblocking  a rank arrives past the timeout while the others wait in
 #               MPI_Wait on an MPI_Iallreduce (node path) or a started persistent
 #               allreduce (UCX): MPI_Wait returns an error naming stage, peer and host
@@ -339,22 +341,34 @@ if selected "exhaustion: tiny /dev/shm"; then
     if [ $is_root -eq 0 ]; then
         skip "$name" "needs root for a private /dev/shm"
     else
-        out="$log_dir/tinyshm.log"
+        # The node memory comes from each process's arena (a memfd, not /dev/shm): gpurdma
+        # runs. With coll_gpurdma_shm_arena_size 0 each communicator needs a /dev/shm
+        # segment of its own, which does not fit: it declines, naming shared memory.
         # Open MPI's vader keeps its own segment out of the tiny /dev/shm.
+        why=""
+        out="$log_dir/tinyshm.log"
         mpijob "$out" 120 "${private_shm[@]}" 64k -- -np 4 "${on[@]}" --mca btl_vader_backing_directory /tmp \
             "$bin/load_check" 300 3 1024
-        why=""
-        [ $rc -eq 0 ] || why="exit code $rc"
-        grep -q "load_check: [0-9]* passed, 0 failed" "$out" || why="${why:-no 'passed, 0 failed' summary}"
-        grep -q "coll:gpurdma: .*declined, using the previous allreduce: .*shared memory" "$out" ||
-            why="${why:-no 'declined ... shared memory' line}"
-        grep -q "^SHM-LEFT" "$out" && why="${why:-left in /dev/shm}"
-        w=$(grep -m1 "declined" "$out" | sed 's/^\[[^]]*\] //' | cut -c1-220)
+        [ $rc -eq 0 ] || why="arena: exit code $rc"
+        grep -q "load_check: [0-9]* passed, 0 failed" "$out" || why="${why:-arena: no 'passed, 0 failed' summary}"
+        grep -q "coll:gpurdma: .*ranks on .*host.*shared memory" "$out" || why="${why:-arena: gpurdma not set up}"
+        grep -q "^SHM-LEFT" "$out" && why="${why:-arena: left in /dev/shm}"
+        secs_arena=$secs
+        out2="$log_dir/tinyshm-segments.log"
+        mpijob "$out2" 120 "${private_shm[@]}" 64k -- -np 4 "${on[@]}" --mca btl_vader_backing_directory /tmp \
+            --mca coll_gpurdma_shm_arena_size 0 "$bin/load_check" 300 3 1024
+        [ $rc -eq 0 ] || why="${why:-segments: exit code $rc}"
+        grep -q "load_check: [0-9]* passed, 0 failed" "$out2" || why="${why:-segments: no 'passed, 0 failed' summary}"
+        grep -q "coll:gpurdma: .*declined, using the previous allreduce: .*shared memory" "$out2" ||
+            why="${why:-segments: no 'declined ... shared memory' line}"
+        grep -q "^SHM-LEFT" "$out2" && why="${why:-segments: left in /dev/shm}"
+        w=$(grep -m1 "declined" "$out2" | sed 's/^\[[^]]*\] //' | cut -c1-200)
         if [ -z "$why" ]; then
-            pass "$name" "${secs%.*}" "$w"
-            results+=("| $name | declined at set-up on every rank, previous allreduce, results correct: \"$w\" | - | ${secs} s |")
+            pass "$name" "${secs_arena%.*}" "set up from the arena; with segments: $w"
+            results+=("| $name | node memory from the arena (memfd): set up, results correct; with \`shm_arena_size 0\` declined at set-up on every rank, previous allreduce, results correct: \"$w\" | - | ${secs_arena} s, ${secs} s |")
         else
-            fail "$name" "${secs%.*}" "$why" "$out"
+            fail "$name" "${secs_arena%.*}" "$why" "$out"
+            sed 's/^/    | /' "$out2" | tail -20
         fi
     fi
 fi
@@ -406,6 +420,36 @@ if selected "exhaustion: UCX cannot connect"; then
         results+=("| $name | declined at set-up on every rank, results correct: \"$w\" | - | ${secs} s |")
     else
         fail "$name" "${secs%.*}" "$why" "$out"
+    fi
+fi
+
+if selected "exhaustion: ucp_init hangs"; then
+    name="exhaustion: ucp_init hangs on rank 1, 2x2 logical nodes np=4"
+    hang=$build/tests/mpi/ucp-init-hang/libucp_init_hang.so
+    if [ ! -f "$hang" ]; then
+        skip "$name" "$hang not built (make check builds it)"
+    else
+        out="$log_dir/ucpinit.log"
+        # Rank 1's UCX never starts (its ucp_init sleeps for good): every rank's set-up must
+        # end within the 5 s bound, decline naming it, and the job finish on the previous
+        # module. (An ASan build checks that its runtime comes first; this library has none.)
+        mpijob "$out" 120 -- -np 4 "${on[@]}" --mca coll_gpurdma_timeout 5 --mca coll_gpurdma_logical_nodes 2 \
+            -x LD_PRELOAD="$hang" -x GPURDMA_TEST_UCP_INIT_HANG=1 \
+            -x ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0" "$bin/load_check" 300 3 1024
+        why=""
+        [ $rc -eq 0 ] || why="exit code $rc"
+        grep -q "load_check: [0-9]* passed, 0 failed" "$out" || why="${why:-no 'passed, 0 failed' summary}"
+        declined=$(grep -c "declined, using the previous allreduce: rank 1 .*ucp_init did not return within 5 s" "$out")
+        [ "$declined" -ge 4 ] || why="${why:-$declined of 4 ranks said they declined because of rank 1 (its ucp_init hangs)}"
+        grep -q "coll:gpurdma: .*ranks on .*host" "$out" && why="${why:-gpurdma set up although rank 1 has no UCX}"
+        awk -v s="$secs" 'BEGIN { exit !(s > 60) }' && why="${why:-the job took $secs s (the bound is 5 s)}"
+        w=$(grep -m1 "declined" "$out" | sed 's/^\[[^]]*\] //' | cut -c1-220)
+        if [ -z "$why" ]; then
+            pass "$name" "${secs%.*}" "$w"
+            results+=("| $name | declined at set-up on every rank within the bound, results correct: \"$w\" | - | ${secs} s |")
+        else
+            fail "$name" "${secs%.*}" "$why" "$out"
+        fi
     fi
 fi
 

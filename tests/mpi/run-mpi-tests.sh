@@ -257,9 +257,9 @@ fi
 run "counters np=2 node path, 1000 calls" used 120 -- -np 2 "${on[@]}" "$bin/counters_check"
 run "counters np=4 2x2 logical nodes, 1000 calls" used 300 -- -np 4 "${on[@]}" --mca coll_gpurdma_logical_nodes 2 \
     "$bin/counters_check"
-run "lifecycle np=4, 1000 dup-free cycles" used 600 -- -np 4 "${on[@]}" "$bin/lifecycle_check"
-run "lifecycle np=4 2x2 logical nodes, 300 cycles" used 600 -- -np 4 "${on[@]}" --mca coll_gpurdma_logical_nodes 2 \
-    "$bin/lifecycle_check" 300
+run "lifecycle np=4, 10000 dup-free cycles" used 600 -- -np 4 "${on[@]}" "$bin/lifecycle_check"
+run "lifecycle np=4 2x2 logical nodes, 3000 cycles" used 600 -- -np 4 "${on[@]}" --mca coll_gpurdma_logical_nodes 2 \
+    "$bin/lifecycle_check" 3000
 run_retry "lifecycle np=2 over UCX tcp" used 600 UCX_TLS=tcp -- -np 2 "${on[@]}" --mca coll_gpurdma_logical_nodes 1 \
     "$bin/lifecycle_check" 300
 # GPU buffers under mpirun (device_check): the hierarchical device path at logical nodes,
