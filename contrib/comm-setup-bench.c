@@ -13,13 +13,15 @@
  * end, so VmRSS after minus VmRSS before, over --comms, is what one live communicator
  * keeps. Reports, per round, the slowest rank's time; the line shows the median
  * and the quartiles of those (and the median of the creation alone), and the largest
- * RSS growth of any rank, with its private and shared-memory parts.
+ * RSS growth of any rank, with its private and shared-memory parts (and the heap
+ * bytes that rank's malloc handed out meanwhile).
  *
  * --cycles N: then N rounds of create, one allreduce, free, and the RSS, the open file
  * descriptors and the /dev/shm entries before and after them (leaks show as growth).
  */
 #define _GNU_SOURCE
 #include <dirent.h>
+#include <malloc.h>
 #include <mpi.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -44,6 +46,17 @@ static struct rss rss_now(void)
     }
     fclose(f);
     return r;
+}
+
+/* Bytes the heap has handed out (mallinfo2, glibc 2.33 on; else -1). */
+static long heap_bytes(void)
+{
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 33))
+    const struct mallinfo2 mi = mallinfo2();
+    return (long)(mi.uordblks + mi.hblkhd);
+#else
+    return -1;
+#endif
 }
 
 static long vm_rss_kib(void)
@@ -116,6 +129,7 @@ int main(int argc, char **argv)
     MPI_Comm_free(&warm);
     MPI_Barrier(MPI_COMM_WORLD);
     const struct rss rss_before = rss_now();
+    const long heap_before = heap_bytes();
     for (int c = 0; c < comms; ++c) {
         MPI_Barrier(MPI_COMM_WORLD);
         const double t0 = MPI_Wtime();
@@ -132,6 +146,7 @@ int main(int argc, char **argv)
         if (out[count - 1] != (int32_t)(want + (int64_t)csize * (count - 1))) failed = 1;
     }
     const struct rss rss_after = rss_now();
+    const long heap_after = heap_bytes();
     MPI_Reduce(took, slowest, 2 * comms, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
     /* The rank whose RSS grew most, and how much of that was private and shared memory. */
     struct {
@@ -139,19 +154,20 @@ int main(int argc, char **argv)
         int rank;
     } mine = {rss_after.total - rss_before.total, rank}, most = {0, 0};
     MPI_Allreduce(&mine, &most, 1, MPI_LONG_INT, MPI_MAXLOC, MPI_COMM_WORLD);
-    long parts[2] = {rss_after.anon - rss_before.anon, rss_after.shmem - rss_before.shmem};
-    if (most.rank != 0 && rank == most.rank) MPI_Send(parts, 2, MPI_LONG, 0, 0, MPI_COMM_WORLD);
-    if (most.rank != 0 && rank == 0) MPI_Recv(parts, 2, MPI_LONG, most.rank, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    long parts[3] = {rss_after.anon - rss_before.anon, rss_after.shmem - rss_before.shmem,
+                     heap_before < 0 ? -1 : (heap_after - heap_before) / 1024};
+    if (most.rank != 0 && rank == most.rank) MPI_Send(parts, 3, MPI_LONG, 0, 0, MPI_COMM_WORLD);
+    if (most.rank != 0 && rank == 0) MPI_Recv(parts, 3, MPI_LONG, most.rank, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
     int any_failed = 0;
     MPI_Allreduce(&failed, &any_failed, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
     if (rank == 0) {
         qsort(slowest, (size_t)comms, sizeof(double), by_value);
         qsort(slowest + comms, (size_t)comms, sizeof(double), by_value);
         printf("comm-setup: np %d, %d x %s + one %d B allreduce: median %.3f ms (quartiles %.3f %.3f; creation alone %.3f), "
-               "RSS per live communicator %.1f KiB (rank %d: %ld KiB for %d, private %ld, shared memory %ld)%s\n",
+               "RSS per live communicator %.1f KiB (rank %d: %ld KiB for %d, private %ld, shared memory %ld; heap %ld)%s\n",
                size, comms, how_split ? "split" : "dup", bytes, 1e3 * slowest[comms / 2], 1e3 * slowest[comms / 4],
                1e3 * slowest[(3 * comms) / 4], 1e3 * slowest[comms + comms / 2], (double)most.growth / comms, most.rank, most.growth, comms, parts[0],
-               parts[1], any_failed ? "; WRONG RESULTS" : "");
+               parts[1], parts[2], any_failed ? "; WRONG RESULTS" : "");
     }
     for (int c = 0; c < comms; ++c) MPI_Comm_free(&made[c]);
 
