@@ -83,6 +83,9 @@ Status ShmArenas::open_own()
 {
     const int fd = memfd_create("gpurdma-arena", MFD_CLOEXEC);
     if (fd < 0) return sys_error("memfd_create", errno);
+    // Private to the job's user as a segment is (a memfd starts 0777; only a process that
+    // may trace ours reaches it through /proc anyway).
+    (void)fchmod(fd, 0600);
     // Sparse: no page is used until a slice's user touches it.
     if (ftruncate(fd, static_cast<off_t>(capacity_ + kHeader)) != 0) {
         const int err = errno;
@@ -204,9 +207,10 @@ Status ShmArenas::attach(const SliceAddress &where, std::unique_ptr<ShmSlice> *o
                                  "coll_gpurdma_shm_arena_size 0)",
                              errno);
         struct stat st {};
-        if (fstat(fd, &st) != 0 || st.st_uid != getuid() || static_cast<uint64_t>(st.st_size) != where.capacity) {
+        if (fstat(fd, &st) != 0 || st.st_uid != getuid() || (st.st_mode & 077) != 0 ||
+            static_cast<uint64_t>(st.st_size) != where.capacity) {
             close(fd);
-            return Status::error(GPURDMA_ERR_NO_RESOURCE, which + " has another owner or size");
+            return Status::error(GPURDMA_ERR_NO_RESOURCE, which + " has another owner, mode or size");
         }
         void *p = mmap(nullptr, where.capacity, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
         const int err = errno;
