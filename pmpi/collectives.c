@@ -1,6 +1,6 @@
 /*
- * MPI_Reduce_scatter_block, MPI_Reduce_scatter, MPI_Allgather, MPI_Bcast and MPI_Reduce
- * through gpurdma (blocking forms): the same decisions as mca/coll/gpurdma's
+ * MPI_Reduce_scatter_block, MPI_Reduce_scatter, MPI_Allgather, MPI_Bcast, MPI_Reduce and
+ * MPI_Barrier through gpurdma (blocking forms): the same decisions as mca/coll/gpurdma's
  * (coll_gpurdma_collectives.c), taken alike on every rank; what the core declines goes to
  * the PMPI_ function, through host copies when a buffer is in GPU memory.
  */
@@ -234,4 +234,18 @@ int gpurdma_pmpi_reduce_entry(const void *sbuf, void *rbuf, int count, int dtype
     const pcall_t c = {GPURDMA_COLL_REDUCE, sbuf, rbuf,       count, (MPI_Datatype)dtype, 0,
                        MPI_DATATYPE_NULL,   NULL, (MPI_Op)op, root,  (MPI_Comm)comm};
     return run(&c);
+}
+
+int gpurdma_pmpi_barrier_entry(int comm)
+{
+    const pmpi_comm_t *pc = pmpi_comm_state((MPI_Comm)comm);
+    /* Off, not started, an inter-communicator: MPI's own. */
+    if (NULL == pc || NULL == pc->core) return PMPI_Barrier((MPI_Comm)comm);
+    const gpurdma_status_t st = gpurdma_barrier(pc->core);
+    if (GPURDMA_OK == st) return MPI_SUCCESS;
+    if (GPURDMA_ERR_UNSUPPORTED == st) {
+        pmpi_output(2, "%s: barrier: fallback to PMPI (collective switched off, or set-up declined)", pc->name);
+        return PMPI_Barrier((MPI_Comm)comm);
+    }
+    return gpurdma_pmpi_core_error(pc, st);
 }

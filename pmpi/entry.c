@@ -1,6 +1,7 @@
 /*
  * The library's only exported symbols: MPI_Allreduce and MPI_Allreduce_c, and the blocking
- * MPI_Reduce_scatter_block, MPI_Reduce_scatter, MPI_Allgather, MPI_Bcast and MPI_Reduce.
+ * MPI_Reduce_scatter_block, MPI_Reduce_scatter, MPI_Allgather, MPI_Bcast, MPI_Reduce and
+ * MPI_Barrier.
  *
  * They are written without <mpi.h> and take the handles pointer-sized, so that the
  * library can refuse cleanly when it is preloaded into a program of another ABI
@@ -31,6 +32,7 @@ static int (*other_reduce_scatter)(const void *, void *, const int *, void *, vo
 static int (*other_allgather)(const void *, int, void *, void *, int, void *, void *);
 static int (*other_bcast)(void *, int, void *, int, void *);
 static int (*other_reduce)(const void *, void *, int, void *, void *, int, void *);
+static int (*other_barrier)(void *);
 
 /* Run at the first call, when the program's MPI is surely loaded (it may be dlopen'ed). */
 static void check_abi(void)
@@ -45,6 +47,7 @@ static void check_abi(void)
     *(void **)&other_allgather = dlsym(RTLD_NEXT, "MPI_Allgather");
     *(void **)&other_bcast = dlsym(RTLD_NEXT, "MPI_Bcast");
     *(void **)&other_reduce = dlsym(RTLD_NEXT, "MPI_Reduce");
+    *(void **)&other_barrier = dlsym(RTLD_NEXT, "MPI_Barrier");
     /* One line per host: its first local process says it. */
     const char *local_rank = getenv("OMPI_COMM_WORLD_LOCAL_RANK");
     if (NULL == local_rank || 0 == atoi(local_rank))
@@ -127,4 +130,11 @@ __attribute__((visibility("default"))) int MPI_Reduce(const void *sbuf, void *rb
         return other_reduce ? other_reduce(sbuf, rbuf, count, (void *)dtype, (void *)op, root, (void *)comm)
                             : NOT_FORWARDED;
     return gpurdma_pmpi_reduce_entry(sbuf, rbuf, count, (int)dtype, (int)op, root, (int)comm);
+}
+
+__attribute__((visibility("default"))) int MPI_Barrier(intptr_t comm)
+{
+    pthread_once(&abi_checked, check_abi);
+    if (other_abi) return other_barrier ? other_barrier((void *)comm) : NOT_FORWARDED;
+    return gpurdma_pmpi_barrier_entry((int)comm);
 }

@@ -24,4 +24,6 @@ __attribute__((visibility("hidden"))) int gpurdma_pmpi_bcast_entry(void *buf, in
 __attribute__((visibility("hidden"))) int gpurdma_pmpi_reduce_entry(const void *sbuf, void *rbuf, int count, int dtype,
                                                                     int op, int root, int comm);
 
+__attribute__((visibility("hidden"))) int gpurdma_pmpi_barrier_entry(int comm);
+
 #endif /* GPURDMA_PMPI_ENTRY_H */

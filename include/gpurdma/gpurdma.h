@@ -162,6 +162,7 @@ typedef struct gpurdma_config {
         small_msg_max; /* largest message for the latency path (one wait on a node, recursive doubling between nodes) */
     size_t node_chunk_size; /* block of the one-node shared-memory allreduce, bytes */
     double timeout_s; /* longest wait on any peer before a collective fails */
+    double barrier_timeout_s; /* the same for MPI_Barrier, whose wait is for the application's slowest rank */
     const char *algorithm; /* "auto", "node", "ring", "rd" (recursive doubling), "hier" or "rhd" */
     const char *ucx_tls; /* UCX transports for our own context ("" = UCX default) */
     const char *logical_nodes; /* "" by host; "K" or "a,b,c": split hosts into virtual nodes */
@@ -198,6 +199,7 @@ typedef struct gpurdma_config {
     int allgather_enable; /* 0: the same for MPI_Allgather */
     int bcast_enable; /* 0: the same for MPI_Bcast */
     int reduce_enable; /* 0: the same for MPI_Reduce */
+    int barrier_enable; /* 0: the same for MPI_Barrier */
     size_t rail_unit; /* bytes of a slice per unit of the hierarchical schedule's stage between nodes; 0: the
                                  cost model's choice */
     const char *rail_algorithm; /* that stage's algorithm per unit: "auto", "ring", "rd" or "rhd"
@@ -410,6 +412,21 @@ gpurdma_status_t gpurdma_icollective(gpurdma_comm_t *comm, const gpurdma_coll_ar
 gpurdma_status_t gpurdma_collective_init(gpurdma_comm_t *comm, const gpurdma_coll_args_t *args,
                                          gpurdma_complete_fn_t complete, void *arg, gpurdma_request_t **request);
 
+/* ---- MPI_Barrier ----
+ *
+ * A one-byte allreduce of bytes the communicator owns: no rank's result is complete
+ * before every rank's byte has arrived, so whichever path the allreduce takes (the node's
+ * mailboxes, the schedules between nodes) is a barrier, in its blocking, nonblocking and
+ * persistent forms alike, with the allreduce's rules (set-up in the first blocking call,
+ * GPURDMA_ERR_UNSUPPORTED on every rank alike). Also unsupported where barrier_enable
+ * is 0. Counted in barrier_calls only.
+ */
+gpurdma_status_t gpurdma_barrier(gpurdma_comm_t *comm);
+gpurdma_status_t gpurdma_ibarrier(gpurdma_comm_t *comm, gpurdma_complete_fn_t complete, void *arg,
+                                  gpurdma_request_t **request);
+gpurdma_status_t gpurdma_barrier_init(gpurdma_comm_t *comm, gpurdma_complete_fn_t complete, void *arg,
+                                      gpurdma_request_t **request);
+
 /* Starts an inactive persistent request (after init, or after its last call completed):
  * GPURDMA_ERR_INVALID if it is in flight or not persistent; BROKEN on a broken
  * communicator; CONCURRENT as above. Only moves data. */
@@ -450,6 +467,7 @@ typedef struct gpurdma_comm_stats {
     uint64_t allgather_calls;
     uint64_t bcast_calls;
     uint64_t reduce_calls;
+    uint64_t barrier_calls; /* MPI_Barrier (any form): one-byte allreduces, not in calls nor the algorithms' */
 } gpurdma_comm_stats_t;
 
 void gpurdma_comm_get_stats(const gpurdma_comm_t *comm, gpurdma_comm_stats_t *stats);

@@ -34,9 +34,16 @@ struct Call {
     gpurdma_op_t op = GPURDMA_BOR;
     int root = 0;
     std::vector<size_t> counts;  // ReduceScatter with a count per rank (MPI_Reduce_scatter)
+    bool barrier = false;  // MPI_Barrier's one-byte allreduce (core/barrier.cpp): counted apart
     bool in_place() const { return sendbuf == nullptr; }
     bool reduces() const { return coll != plan::Coll::Allgather && coll != plan::Coll::Bcast; }
 };
+
+// The call's name in messages: its collective's, or "barrier".
+inline const char *call_name(const Call &call)
+{
+    return call.barrier ? "barrier" : plan::coll_name(call.coll);
+}
 
 class Algorithm : public exec::Task {
 public:

@@ -317,6 +317,7 @@ Status NodeAllreduce::start(const Call &call)
     call_.emplace(arena_, index_, seq_->next_block, call.op, call.dtype, call.sendbuf, call.recvbuf, call.count,
                   direct_max_, seq_->consumed_seen.data());
     call_->prefetch_peers();
+    name_ = call_name(call);
     return Status::ok();
 }
 
@@ -333,7 +334,7 @@ std::string NodeAllreduce::describe_wait() const
 std::string NodeAllreduce::describe_failure() const
 {
     // Shared memory does not fail: only a peer that stops moving (the timeout).
-    return "allreduce failed in the node allreduce";
+    return std::string(name_) + " failed in the node allreduce";
 }
 
 std::string NodeAllreduce::describe_call() const

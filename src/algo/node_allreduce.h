@@ -124,6 +124,7 @@ public:
     uint64_t position() const override { return call_->position(); }
     std::string describe_wait() const override;
     std::string describe_failure() const override;
+    const char *collective() const override { return name_; }
     void finish() override { seq_->next_block += call_->blocks(); }
     uint64_t gpurdma_comm_stats_t::*counter() const override { return &gpurdma_comm_stats_t::node_calls; }
     std::string describe_call() const override;
@@ -139,6 +140,7 @@ private:
     std::unique_ptr<NodeSequence> own_seq_;  // without a shared one
     NodeSequence *seq_;  // the block sequence, the Consumed counters as last read
     std::optional<NodeCall> call_;
+    const char *name_ = "allreduce";  // the current call's, for messages ("barrier" too)
 };
 
 }  // namespace gpurdma::algo

@@ -26,6 +26,7 @@ Status ScheduleAllreduce::prepare(const Call &call)
 void ScheduleAllreduce::start_schedule(const plan::Schedule &schedule, const Call &call)
 {
     schedule_ = &schedule;
+    name_ = call_name(call);
     exec_.emplace(schedule, team_.router(), call.op, call.dtype, call.sendbuf, call.recvbuf);
 }
 
@@ -71,7 +72,8 @@ std::string ScheduleAllreduce::describe_wait() const
 std::string ScheduleAllreduce::describe_failure() const
 {
     const plan::Step *step = exec_->current();
-    return "allreduce failed in " + stage() + " with " + describe_peer(step ? step->peer : -1) + ": " + exec_->error();
+    return std::string(name_) + " failed in " + stage() + " with " + describe_peer(step ? step->peer : -1) + ": " +
+           exec_->error();
 }
 
 uint64_t gpurdma_comm_stats_t::*ScheduleAllreduce::counter() const

@@ -44,6 +44,7 @@ public:
     std::string describe_failure() const override;
     uint64_t gpurdma_comm_stats_t::*counter() const override;
     std::string describe_call() const override;  // "ring, 14 steps"
+    const char *collective() const override { return name_; }
 
 private:
     const plan::Schedule &schedule_for(size_t count, size_t elem_size, bool in_place, plan::Algorithm algorithm);
@@ -57,6 +58,7 @@ private:
     std::map<std::tuple<size_t, size_t, bool, plan::Algorithm>, plan::Schedule> schedules_;
     const plan::Schedule *schedule_ = nullptr;  // the current call's
     std::optional<exec::Executor> exec_;
+    const char *name_ = "allreduce";  // the current call's, for messages ("barrier" too)
 };
 
 }  // namespace gpurdma::algo

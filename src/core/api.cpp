@@ -78,6 +78,31 @@ template <class Body> gpurdma_status_t guarded(gpurdma_comm_t *comm, const char 
     }
 }
 
+// MPI_Barrier's call: a one-byte allreduce from a constant zero into the communicator's
+// own byte (no rank's result is complete before every rank's byte has arrived).
+gpurdma::algo::Call barrier_call(gpurdma_comm_t *comm)
+{
+    static const uint8_t zero = 0;
+    gpurdma::algo::Call call;
+    call.coll = gpurdma::plan::Coll::Allreduce;
+    call.sendbuf = &zero;
+    call.recvbuf = &comm->barrier_result;
+    call.count = 1;
+    call.dtype = GPURDMA_UINT8;
+    call.op = GPURDMA_MAX;
+    call.barrier = true;
+    return call;
+}
+
+gpurdma_status_t create_barrier(gpurdma_request::Kind kind, gpurdma_comm_t *comm, gpurdma_complete_fn_t complete,
+                                void *arg, gpurdma_request_t **request)
+{
+    if (!comm || !request) return GPURDMA_ERR_INVALID;
+    *request = nullptr;
+    return guarded(comm, "starting a nonblocking or persistent barrier",
+                   [&] { return comm->create(barrier_call(comm), kind, complete, arg, request); });
+}
+
 gpurdma_status_t create_request(gpurdma_request::Kind kind, gpurdma_comm_t *comm, const gpurdma_coll_args_t *args,
                                 gpurdma_complete_fn_t complete, void *arg, gpurdma_request_t **request)
 {
@@ -199,6 +224,24 @@ gpurdma_status_t gpurdma_allreduce_init(gpurdma_comm_t *comm, const void *sendbu
 {
     const gpurdma_coll_args_t args = allreduce_args(sendbuf, recvbuf, count, dtype, op);
     return gpurdma_collective_init(comm, &args, complete, arg, request);
+}
+
+gpurdma_status_t gpurdma_barrier(gpurdma_comm_t *comm)
+{
+    if (!comm) return GPURDMA_ERR_INVALID;
+    return guarded(comm, "in a barrier", [&] { return comm->run(barrier_call(comm)); });
+}
+
+gpurdma_status_t gpurdma_ibarrier(gpurdma_comm_t *comm, gpurdma_complete_fn_t complete, void *arg,
+                                  gpurdma_request_t **request)
+{
+    return create_barrier(gpurdma_request::Kind::Nonblocking, comm, complete, arg, request);
+}
+
+gpurdma_status_t gpurdma_barrier_init(gpurdma_comm_t *comm, gpurdma_complete_fn_t complete, void *arg,
+                                      gpurdma_request_t **request)
+{
+    return create_barrier(gpurdma_request::Kind::Persistent, comm, complete, arg, request);
 }
 
 const char *gpurdma_coll_name(gpurdma_coll_t coll)

@@ -65,13 +65,14 @@ gpurdma_comm::~gpurdma_comm()
         persistent_.clear();
     }
     // Per-communicator counters: set-up work happens once, never per call.
-    const uint64_t others = stats.reduce_scatter_calls + stats.allgather_calls + stats.bcast_calls + stats.reduce_calls;
+    const uint64_t others = stats.reduce_scatter_calls + stats.allgather_calls + stats.bcast_calls +
+                            stats.reduce_calls + stats.barrier_calls;
     if (stats.calls + others > 0 && context->log.enabled(rank == 0 ? 1 : 2))
         context->log.log(
             rank == 0 ? 1 : 2,
             "%s: rank %d freed after %llu allreduce calls (node %llu, ring %llu, recursive doubling %llu, "
             "hierarchical %llu, nonblocking %llu, persistent %llu), reduce-scatter %llu, allgather %llu, bcast %llu, "
-            "reduce %llu; set-ups %llu, UCX registrations %llu, shared segments %llu, bytes sent %llu",
+            "reduce %llu, barrier %llu; set-ups %llu, UCX registrations %llu, shared segments %llu, bytes sent %llu",
             name.c_str(), rank, static_cast<unsigned long long>(stats.calls),
             static_cast<unsigned long long>(stats.node_calls), static_cast<unsigned long long>(stats.ring_calls),
             static_cast<unsigned long long>(stats.rd_calls), static_cast<unsigned long long>(stats.hier_calls),
@@ -79,9 +80,9 @@ gpurdma_comm::~gpurdma_comm()
             static_cast<unsigned long long>(stats.persistent_calls),
             static_cast<unsigned long long>(stats.reduce_scatter_calls),
             static_cast<unsigned long long>(stats.allgather_calls), static_cast<unsigned long long>(stats.bcast_calls),
-            static_cast<unsigned long long>(stats.reduce_calls), static_cast<unsigned long long>(stats.setups),
-            static_cast<unsigned long long>(stats.registrations), static_cast<unsigned long long>(stats.shm_segments),
-            static_cast<unsigned long long>(stats.bytes_put));
+            static_cast<unsigned long long>(stats.reduce_calls), static_cast<unsigned long long>(stats.barrier_calls),
+            static_cast<unsigned long long>(stats.setups), static_cast<unsigned long long>(stats.registrations),
+            static_cast<unsigned long long>(stats.shm_segments), static_cast<unsigned long long>(stats.bytes_put));
     device_hier_.reset();
     device_node_rail_.reset();
     selector_.reset();
@@ -151,10 +152,11 @@ State gpurdma_comm::advance_call(gpurdma_request &r)
 void gpurdma_comm::finished(gpurdma_request &r)
 {
     r.algorithm->finish();
-    // The algorithms' counters are allreduce's (none: a staged call on a single rank),
-    // but for device_calls, which counts every collective's calls on the GPU.
+    // The algorithms' counters are allreduce's (none: a staged call on a single rank; not
+    // a barrier's), but for device_calls, which counts every collective's calls on the GPU.
     if (const auto counter = r.algorithm->counter();
-        counter && (r.call.coll == gpurdma::plan::Coll::Allreduce || counter == &gpurdma_comm_stats_t::device_calls))
+        counter && !r.call.barrier &&
+        (r.call.coll == gpurdma::plan::Coll::Allreduce || counter == &gpurdma_comm_stats_t::device_calls))
         tally(counter);
     if (team_ && r.phase != Phase::Device)
         tally(&gpurdma_comm_stats_t::bytes_put, team_->bytes_sent() - stats.bytes_put);
@@ -194,7 +196,7 @@ void gpurdma_comm::conclude(gpurdma_request &r, State state, const Status &resul
 {
     if (state == State::Done) {
         tally(call_counter(r.call));
-        const bool allreduce = r.call.coll == gpurdma::plan::Coll::Allreduce;
+        const bool allreduce = r.call.coll == gpurdma::plan::Coll::Allreduce && !r.call.barrier;
         if (allreduce && r.kind == Kind::Nonblocking) tally(&gpurdma_comm_stats_t::nonblocking_calls);
         if (allreduce && r.kind == Kind::Persistent) tally(&gpurdma_comm_stats_t::persistent_calls);
         report(r, GPURDMA_OK);
@@ -225,6 +227,7 @@ void gpurdma_comm::enqueue(gpurdma_request &r)
 uint64_t gpurdma_comm_stats_t::*gpurdma_comm::call_counter(const gpurdma::algo::Call &call)
 {
     using gpurdma::plan::Coll;
+    if (call.barrier) return &gpurdma_comm_stats_t::barrier_calls;
     switch (call.coll) {
         case Coll::ReduceScatter: return &gpurdma_comm_stats_t::reduce_scatter_calls;
         case Coll::Allgather: return &gpurdma_comm_stats_t::allgather_calls;
@@ -239,6 +242,7 @@ bool gpurdma_comm::takes(const gpurdma::algo::Call &call) const
 {
     using gpurdma::plan::Coll;
     const gpurdma_config_t &cfg = context->config;
+    if (call.barrier) return cfg.barrier_enable != 0;
     switch (call.coll) {
         case Coll::ReduceScatter:
             if (!cfg.reduce_scatter_enable) return false;
@@ -273,7 +277,7 @@ Status gpurdma_comm::arm_settle(gpurdma_request &r)
     }
     const Status recorded = r.settle->record(device_context(sinfo), device_context(rinfo));
     if (!recorded.is_ok())
-        return Status::error(recorded.code(), name + ": " + gpurdma::plan::coll_name(r.call.coll) +
+        return Status::error(recorded.code(), name + ": " + gpurdma::algo::call_name(r.call) +
                                                   " on GPU buffers: marking the application's GPU work before "
                                                   "the call: " +
                                                   recorded.message());
@@ -293,8 +297,8 @@ gpurdma_status_t gpurdma_comm::run(const gpurdma::algo::Call &call)
     if (!takes(call)) return GPURDMA_ERR_UNSUPPORTED;
     if (gpurdma::algo::nothing_to_do(call, size)) return GPURDMA_OK;
     // GPU buffers arrive as raw pointers from a non-CUDA-aware Open MPI: recognise them
-    // before anything touches them from the CPU.
-    const bool device_buffers = buffers_.touches_device_memory({call.sendbuf, call.recvbuf});
+    // before anything touches them from the CPU (a barrier's bytes are our own).
+    const bool device_buffers = !call.barrier && buffers_.touches_device_memory({call.sendbuf, call.recvbuf});
     calls_.conclude_ended();  // callbacks in start order, before this call's
     const Status ready = prepare(call, device_buffers, Kind::Blocking);
     if (ready.is_unsupported()) return GPURDMA_ERR_UNSUPPORTED;  // handed on, the communicator intact

@@ -61,6 +61,9 @@ struct gpurdma_comm final : private gpurdma::exec::CallQueue::Owner {
     std::string name;
     std::string last_error;
     gpurdma_comm_stats_t stats{};
+    // What a barrier's one-byte allreduce writes (core/barrier.cpp): the communicator runs
+    // one call at a time, and every one writes the same zero.
+    uint8_t barrier_result = 0;
     // The host team's set-up has run (a blocking call; either verdict), or none is needed.
     bool set_up() const { return size == 1 || set_up_.load(std::memory_order_acquire); }
 
@@ -150,6 +153,7 @@ private:
     std::unique_ptr<gpurdma::algo::HostTeam> team_;
     std::unique_ptr<gpurdma::algo::Selector> selector_;  // released before the team it uses
     std::optional<gpurdma::exec::ProgressLoop> device_loop_;
+    std::optional<gpurdma::exec::ProgressLoop> barrier_loop_;  // the host team's, bounded by barrier_timeout_s
     // What each call's buffers are (asked once per call), read by the paths below.
     gpurdma::gpu::BufferQuery buffers_;
     std::unique_ptr<gpurdma::gpu::DefaultStreamFence> blocking_settle_;  // arm_settle's, for blocking calls

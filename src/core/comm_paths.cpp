@@ -83,8 +83,11 @@ const gpurdma::exec::ProgressLoop &gpurdma_comm::device_loop()
 
 const gpurdma::exec::ProgressLoop &gpurdma_comm::loop_for(const gpurdma_request &request)
 {
-    (void)request;
-    return team_ ? team_->loop() : device_loop();
+    const gpurdma::exec::ProgressLoop &loop = team_ ? team_->loop() : device_loop();
+    if (!request.call.barrier) return loop;
+    // A barrier waits for the application's slowest rank: a bound of its own.
+    if (!barrier_loop_) barrier_loop_.emplace(loop.with_timeout(context->config.barrier_timeout_s));
+    return *barrier_loop_;
 }
 
 Status gpurdma_comm::prepare(const gpurdma::algo::Call &call, bool device_buffers, Kind kind)
@@ -100,7 +103,7 @@ Status gpurdma_comm::prepare(const gpurdma::algo::Call &call, bool device_buffer
                              "%s: %s %s before the communicator's set-up: handed on (the set-up runs in its first "
                              "blocking collective)",
                              name.c_str(), kind == Kind::Persistent ? "persistent" : "nonblocking",
-                             gpurdma::plan::coll_name(call.coll));
+                             gpurdma::algo::call_name(call));
         return Status::unsupported(name + ": not set up yet");
     }
     // GPU buffers that the device path declines go through host memory and the host
@@ -135,7 +138,7 @@ State gpurdma_comm::begin_host(gpurdma_request &r)
     // Not from the progress thread: the caller's logging is only for its own threads.
     if (context->log.enabled(2) && !context->on_progress_thread())
         context->log.log(2, "%s: %s %zu x %s %s: %s%s (call %llu; registrations so far %llu)", name.c_str(),
-                         gpurdma::plan::coll_name(call.coll), call.count, gpurdma_dtype_name(call.dtype),
+                         gpurdma::algo::call_name(call), call.count, gpurdma_dtype_name(call.dtype),
                          call.reduces() ? gpurdma_op_name(call.op) : "", algorithm.describe_call().c_str(),
                          r.kind == Kind::Nonblocking  ? ", nonblocking"
                          : r.kind == Kind::Persistent ? ", persistent"
@@ -155,7 +158,7 @@ State gpurdma_comm::begin_staged(gpurdma_request &r)
     r.algorithm = &staging_;
     if (context->log.enabled(2) && !context->on_progress_thread())
         context->log.log(2, "%s: %s %zu x %s %s on GPU buffers: %s (call %llu)", name.c_str(),
-                         gpurdma::plan::coll_name(r.call.coll), r.call.count, gpurdma_dtype_name(r.call.dtype),
+                         gpurdma::algo::call_name(r.call), r.call.count, gpurdma_dtype_name(r.call.dtype),
                          r.call.reduces() ? gpurdma_op_name(r.call.op) : "", staging_.describe_call().c_str(),
                          static_cast<unsigned long long>(stats.calls + 1));
     return State::Running;
@@ -171,7 +174,7 @@ State gpurdma_comm::begin(gpurdma_request &r)
         bool done = false;
         const Status polled = r.settle->reached(&done);
         if (!polled.is_ok())
-            return failed(r, polled.prefixed(name + ": " + gpurdma::plan::coll_name(r.call.coll) +
+            return failed(r, polled.prefixed(name + ": " + gpurdma::algo::call_name(r.call) +
                                              " on GPU buffers: waiting for the application's GPU work: "));
         if (!done) return State::Running;
         r.settling = false;

@@ -123,6 +123,11 @@ const gpurdma_param_info_t kTable[] = {
     number("timeout", DOUBLE, FIELD(timeout_s), 60.0, above(0, 86400, "is not in (0, 86400]"), kLocal, 6,
            "Seconds a collective waits on a peer before it fails with an error naming the "
            "stage and the peer"),
+    number("barrier_timeout", DOUBLE, FIELD(barrier_timeout_s), 3600.0, above(0, 86400, "is not in (0, 86400]"), kLocal,
+           6,
+           "Seconds MPI_Barrier (any form) waits for its peers before it fails with an error naming the peer: "
+           "longer than coll_gpurdma_timeout, because a barrier waits for the application's slowest rank, "
+           "which may compute or write for minutes while the others wait there"),
     number("reduce_scatter_enable", INT, FIELD(reduce_scatter_enable), 1, in(0, 1, "is not 0 or 1"), kAllRanks, 5,
            "1: MPI_Reduce_scatter_block and MPI_Reduce_scatter (blocking, nonblocking, persistent) run in "
            "gpurdma; 0: they go to the previous module (every rank must agree)"),
@@ -132,6 +137,9 @@ const gpurdma_param_info_t kTable[] = {
            "1: MPI_Bcast (blocking, nonblocking, persistent) runs in gpurdma; 0: the previous module's"),
     number("reduce_enable", INT, FIELD(reduce_enable), 1, in(0, 1, "is not 0 or 1"), kAllRanks, 5,
            "1: MPI_Reduce (blocking, nonblocking, persistent) runs in gpurdma; 0: the previous module's"),
+    number("barrier_enable", INT, FIELD(barrier_enable), 1, in(0, 1, "is not 0 or 1"), kAllRanks, 5,
+           "1: MPI_Barrier (blocking, nonblocking, persistent) runs in gpurdma, as a one-byte allreduce on "
+           "the allreduce's paths; 0: the previous module's"),
     number("progress_thread", INT, FIELD(progress_thread), 0, in(0, 1, "is not 0 or 1"), kLocal, 6,
            "1: a thread of gpurdma's advances MPI_Iallreduce and persistent allreduce calls while the "
            "application computes between MPI calls (started by the first such call; it polls while calls are in "

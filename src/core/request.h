@@ -42,7 +42,7 @@ struct gpurdma_request : gpurdma::exec::Task {
                         : std::string("the start of the call");
     }
     std::string describe_failure() const override { return failure; }
-    const char *collective() const override { return gpurdma::plan::coll_name(call.coll); }
+    const char *collective() const override { return gpurdma::algo::call_name(call); }
 
     gpurdma_comm *comm;  // null once the communicator is gone (an orphaned persistent request)
     const Kind kind;

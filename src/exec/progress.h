@@ -113,6 +113,13 @@ public:
     bool should_yield(const IdleClock &clock) const;
 
     const WaitPolicy &policy() const { return policy_; }
+    // The same loop with another bound on an idle wait (MPI_Barrier's).
+    ProgressLoop with_timeout(double timeout_s) const
+    {
+        ProgressLoop loop(*this);
+        loop.policy_.timeout_s = timeout_s;
+        return loop;
+    }
     // What run() returns for a task that ended in `state` (not Running).
     Status outcome(State state, const Task &task) const;
 

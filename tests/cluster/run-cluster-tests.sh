@@ -242,6 +242,9 @@ checked "collectives 2 hosts x 2 ranks" 2 180 collectives_check --lite -- --host
     -x GPURDMA_REQUIRE_COLL_PVARS=1
 checked "collectives 3 hosts, 3+1+2 ranks" 3 180 collectives_check --lite -- --host node0:3,node1:1,node2:2 \
     --mca op ^avx -x GPURDMA_REQUIRE_COLL_PVARS=1
+# MPI_Barrier, MPI_Ibarrier, the persistent barrier across hosts (the namespaces share
+# this kernel's clock, which barrier_check's check needs): counted as barriers.
+checked "barrier 3 hosts, 3+1+2 ranks" 3 120 barrier_check -- --host node0:3,node1:1,node2:2
 
 # --- e2: receiver-driven admission on the rails (coll_gpurdma_rail_slots): one put in
 # flight per rail peer, and the most (64, with 16 KiB chunks so that a call fills them)

@@ -184,6 +184,18 @@ run "collectives np=3 bcast and reduce switched off" used 180 -- -np 3 "${coll_o
     --mca coll_gpurdma_bcast_enable 0 --mca coll_gpurdma_reduce_enable 0 "$bin/collectives_check" --quick \
     --only blocking,nonblocking --expect-declined bcast,reduce
 
+# MPI_Barrier, MPI_Ibarrier, the persistent barrier: no rank leaves before the last has
+# entered (barrier_check's clock check), on world, dup, splits, self; counted as barriers.
+bar_on=("${on[@]}" -x GPURDMA_EXPECT_USED=1 --mca coll_gpurdma_timeout 20)
+run "barrier np=2" used 120 -- -np 2 "${bar_on[@]}" "$bin/barrier_check"
+run "barrier np=5" used 120 -- -np 5 "${bar_on[@]}" "$bin/barrier_check"
+run "barrier np=4 2x2 logical nodes (UCX)" used 120 -- -np 4 "${bar_on[@]}" --mca coll_gpurdma_logical_nodes 2 \
+    "$bin/barrier_check"
+run "barrier np=3, a rank 4 s late past coll_gpurdma_timeout 1" used 120 -- -np 3 "${on[@]}" -x GPURDMA_EXPECT_USED=1 \
+    --mca coll_gpurdma_timeout 1 "$bin/barrier_check" --late-s 4
+run "barrier np=3 switched off" used 120 -- -np 3 "${on[@]}" --mca coll_gpurdma_barrier_enable 0 \
+    "$bin/barrier_check" --expect-declined
+
 # MPI_THREAD_MULTIPLE: threads x communicators x sizes x ops, blocking and nonblocking;
 # with gpurdma also two threads on one communicator (one call refused).
 run "thread stress np=2" used 60 -- -np 2 "${nb_on[@]}" "$bin/thread_stress_check"

@@ -212,6 +212,10 @@ int main(int argc, char **argv)
     free(out);
     free(pids);
     MPI_Comm_free(&comm);
+    /* The victim frees the broken communicator last, and its teardown waits (bounded) for
+     * its peers' landing slots: a barrier (bounded by coll_gpurdma_barrier_timeout where
+     * gpurdma takes it) absorbs that before world's allreduce below, whose bound is short. */
+    MPI_Barrier(MPI_COMM_WORLD);
     g_passed = passed;
     g_failed = failed;
     long long totals[3];

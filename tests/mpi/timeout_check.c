@@ -154,14 +154,17 @@ int main(int argc, char **argv)
         printf("rank %d: MPI_Request_free of the persistent request failed\n", rank);
         failed++;
     }
-    /* The late rank arrives long after the others: a barrier (not gpurdma's) absorbs that
-     * wait, which would otherwise exceed the timeout of gpurdma's allreduce below. It
-     * comes before the communicator is freed, so that the late rank's call never writes
-     * into landing slots already released. */
+    /* The late rank arrives long after the others: a barrier absorbs that wait, which
+     * would otherwise exceed the timeout of gpurdma's allreduce below (gpurdma's own
+     * barrier is bounded by coll_gpurdma_barrier_timeout instead). It comes before the
+     * communicator is freed, so that the late rank's call never writes into landing
+     * slots already released; a second one absorbs the late rank's teardown of the
+     * broken communicator, which waits (bounded) for its peers' landing slots. */
     MPI_Barrier(MPI_COMM_WORLD);
     free(in);
     free(out);
     MPI_Comm_free(&comm);
+    MPI_Barrier(MPI_COMM_WORLD);
     /* MPI_COMM_WORLD still works: the failure stayed on its communicator. */
     if (world_handler_calls) {
 #if defined(OMPI_MAJOR_VERSION) && OMPI_MAJOR_VERSION < 5

@@ -59,6 +59,9 @@ grep -q "GPURDMA_TIMEOUT='soon' is not a number" "$log_dir/run.log" || {
     names+=("bad GPURDMA_TIMEOUT")
     echo "FAIL no warning for GPURDMA_TIMEOUT='soon'"
 }
+# MPI_Barrier through the interposer (MPI_Ibarrier and the persistent one: MPICH's own).
+USED_PATTERN="MPI_COMM_WORLD.*: barrier 1 x uint8 max" run "barrier np=3" used 120 GPURDMA_VERBOSE=2 -- -n 3 \
+    "$bin/barrier_check"
 # MPI_THREAD_MULTIPLE: threads each on their own communicator, all gpurdma's.
 run "threads np=2, 3 threads" used 120 -- -n 2 "$bin/thread_check" 100 3
 run "threads np=4, 2 threads" used 120 -- -n 4 "$bin/thread_check" 50 2

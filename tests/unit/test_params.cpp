@@ -281,6 +281,7 @@ TEST(Params, TheAgreedRowsAreTheOnesThatShapeThePlan)
                                             "reduce_scatter_enable",
                                             "allgather_enable",
                                             "bcast_enable",
-                                            "reduce_enable"};
+                                            "reduce_enable",
+                                            "barrier_enable"};
     EXPECT_EQ(agreed, expected);
 }

@@ -83,6 +83,12 @@ typedef struct mca_coll_gpurdma_module {
     mca_coll_base_module_t *prev_bcast_init_module;
     mca_coll_base_module_reduce_init_fn_t prev_reduce_init;
     mca_coll_base_module_t *prev_reduce_init_module;
+    mca_coll_base_module_barrier_fn_t prev_barrier;
+    mca_coll_base_module_t *prev_barrier_module;
+    mca_coll_base_module_ibarrier_fn_t prev_ibarrier;
+    mca_coll_base_module_t *prev_ibarrier_module;
+    mca_coll_base_module_barrier_init_fn_t prev_barrier_init;
+    mca_coll_base_module_t *prev_barrier_init_module;
     int set_up; /* the core's set-up of this communicator is done (sticky, atomic; coll_gpurdma_collectives.c) */
     char name[96];
 } mca_coll_gpurdma_module_t;
@@ -147,6 +153,8 @@ mca_coll_gpurdma_call_t *mca_coll_gpurdma_keep_call(const mca_coll_gpurdma_modul
  * count arrays differ (the base's functions stay there). */
 void mca_coll_gpurdma_install_collectives(mca_coll_gpurdma_module_t *m);
 void mca_coll_gpurdma_save_previous_collectives(mca_coll_gpurdma_module_t *m, struct ompi_communicator_t *comm);
+/* MPI_Barrier, MPI_Ibarrier, MPI_Barrier_init (coll_gpurdma_barrier.c). */
+void mca_coll_gpurdma_install_barrier(mca_coll_gpurdma_module_t *m);
 #endif
 void mca_coll_gpurdma_release_previous_collectives(mca_coll_gpurdma_module_t *m);
 

@@ -40,6 +40,9 @@ void mca_coll_gpurdma_save_previous_collectives(mca_coll_gpurdma_module_t *m, st
     SAVE(m, comm, allgather_init);
     SAVE(m, comm, bcast_init);
     SAVE(m, comm, reduce_init);
+    SAVE(m, comm, barrier);
+    SAVE(m, comm, ibarrier);
+    SAVE(m, comm, barrier_init);
 }
 #endif
 
@@ -65,6 +68,9 @@ void mca_coll_gpurdma_release_previous_collectives(mca_coll_gpurdma_module_t *m)
     RELEASE(m, allgather_init);
     RELEASE(m, bcast_init);
     RELEASE(m, reduce_init);
+    RELEASE(m, barrier);
+    RELEASE(m, ibarrier);
+    RELEASE(m, barrier_init);
 }
 
 #if OMPI_MAJOR_VERSION < 6

@@ -92,6 +92,8 @@ static void register_counters(void)
         {"bcast_calls", "MPI_Bcast calls (any form) completed by gpurdma", offsetof(gpurdma_comm_stats_t, bcast_calls)},
         {"reduce_calls", "MPI_Reduce calls (any form) completed by gpurdma",
          offsetof(gpurdma_comm_stats_t, reduce_calls)},
+        {"barrier_calls", "MPI_Barrier calls (any form) completed by gpurdma",
+         offsetof(gpurdma_comm_stats_t, barrier_calls)},
     };
     for (size_t i = 0; i < sizeof counters / sizeof counters[0]; i++)
         (void)mca_base_component_pvar_register(&mca_coll_gpurdma_component.collm_version, counters[i].name,

@@ -165,6 +165,7 @@ mca_coll_base_module_t *mca_coll_gpurdma_comm_query(struct ompi_communicator_t *
     m->super.coll_allreduce_init = mca_coll_gpurdma_allreduce_init;
 #if OMPI_MAJOR_VERSION < 6
     mca_coll_gpurdma_install_collectives(m);
+    mca_coll_gpurdma_install_barrier(m);
 #endif
 #if GPURDMA_COLL_MODULE_INSTALLS
     m->super.coll_module_disable = module_disable;
