@@ -303,6 +303,7 @@ def main():
         os.environ["GPURDMA_CLUSTER_TIMEOUT"] = str(args.timeout)
         subprocess.run([os.path.join(TOP, "contrib", "cluster.sh"), "up", str(cluster_hosts)], check=True)
         runs.append((f"cluster {cluster_hosts}x{per_host}", cluster_hosts * per_host, True, "default"))
+    print(machine(), flush=True)
     try:
         if args.ab:
             import latency_ab  # pylint: disable=import-outside-toplevel
@@ -319,6 +320,34 @@ def main():
     finally:
         if cluster_hosts:
             subprocess.run([os.path.join(TOP, "contrib", "cluster.sh"), "down"], check=False)
+    print("\n" + machine() + " (after the runs)")
+
+
+def machine():
+    """Which machine a table came from: the CPU model, and how long one cache line takes
+    to go from CPU 0 to CPU 1 right now (contrib/line-roundtrip). Some VMs switch between
+    a fast and a slow phase of it, seconds each (docs/PERFORMANCE.md), so it is printed
+    before and after the runs."""
+    model = "unknown CPU"
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    model = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    text = f"# machine: {model}, {os.cpu_count()} CPUs"
+    probe = os.path.join(BUILD, "contrib", "line-roundtrip")
+    if (os.cpu_count() or 1) >= 2 and os.access(probe, os.X_OK):
+        try:
+            out = subprocess.run([probe, "0", "1", "200000"], capture_output=True, text=True, timeout=60).stdout.split()
+            # "... one hand-over 65.4 ns"
+            if len(out) >= 2 and out[-1] == "ns":
+                text += f"; one cache-line hand-over CPU 0 -> 1 now: {out[-2]} ns (contrib/line-roundtrip 0 1)"
+        except (OSError, subprocess.TimeoutExpired):
+            pass
+    return text
 
 
 def real_osu(args, coll):
