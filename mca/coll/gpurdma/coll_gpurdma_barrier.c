@@ -50,21 +50,14 @@ static int with_request(mca_coll_gpurdma_module_t *m, struct ompi_communicator_t
     if (persistent) {
         st = gpurdma_barrier_init(m->core, mca_coll_gpurdma_request_complete, r, &r->core);
     } else {
-        /* Active before the core has it; the handle's reference and the call's. */
-        r->super.req_state = OMPI_REQUEST_ACTIVE;
-        r->refs = 2;
-        r->handed = 1;
+        mca_coll_gpurdma_request_hand_over(r);
         st = gpurdma_ibarrier(m->core, mca_coll_gpurdma_request_complete, r, &r->core);
     }
     if (GPURDMA_OK == st) {
         *request = &r->super;
         return MPI_SUCCESS;
     }
-    /* Nothing started: the callback will not run. */
-    r->core = NULL;
-    r->refs = 1;
-    r->handed = 0;
-    OBJ_RELEASE(r);
+    mca_coll_gpurdma_request_drop_unstarted(r);
     if (GPURDMA_ERR_UNSUPPORTED == st) return previous_request(m, comm, persistent, info, request);
     return mca_coll_gpurdma_start_error(m, st);
 }

@@ -458,10 +458,7 @@ static int with_request(mca_coll_gpurdma_module_t *m, const mca_coll_gpurdma_cal
         /* Set-up and planning here; MPI_Start only moves data. */
         st = gpurdma_collective_init(m->core, &a, mca_coll_gpurdma_request_complete, r, &r->core);
     } else {
-        /* Active before the core has it; the handle's reference and the call's. */
-        r->super.req_state = OMPI_REQUEST_ACTIVE;
-        r->refs = 2;
-        r->handed = 1;
+        mca_coll_gpurdma_request_hand_over(r);
         st = gpurdma_icollective(m->core, &a, mca_coll_gpurdma_request_complete, r, &r->core);
     }
     free(counts);
@@ -469,11 +466,7 @@ static int with_request(mca_coll_gpurdma_module_t *m, const mca_coll_gpurdma_cal
         *request = &r->super;
         return MPI_SUCCESS;
     }
-    /* Nothing started: the callback will not run. */
-    r->core = NULL;
-    r->refs = 1;
-    r->handed = 0;
-    OBJ_RELEASE(r);
+    mca_coll_gpurdma_request_drop_unstarted(r);
     if (GPURDMA_ERR_UNSUPPORTED == st)
         return request_fallback(m, c, mca_coll_gpurdma_declined_why(m, core_declined), persistent, info, request);
     return mca_coll_gpurdma_start_error(m, st);

@@ -105,6 +105,21 @@ mca_coll_gpurdma_request_t *mca_coll_gpurdma_request_new(mca_coll_gpurdma_module
     return r;
 }
 
+void mca_coll_gpurdma_request_hand_over(mca_coll_gpurdma_request_t *r)
+{
+    r->super.req_state = OMPI_REQUEST_ACTIVE;
+    r->refs = 2;
+    r->handed = 1;
+}
+
+void mca_coll_gpurdma_request_drop_unstarted(mca_coll_gpurdma_request_t *r)
+{
+    r->core = NULL;
+    r->refs = 1;
+    r->handed = 0;
+    OBJ_RELEASE(r);
+}
+
 /* ---- release, deferred out of the completion callback ---- */
 
 static pthread_mutex_t deferred_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -287,22 +302,14 @@ int mca_coll_gpurdma_iallreduce(const void *sbuf, void *rbuf, gpurdma_coll_count
 #endif
     mca_coll_gpurdma_request_t *r = mca_coll_gpurdma_request_new(m, comm, false);
     if (NULL == r) return OMPI_ERR_OUT_OF_RESOURCE;
-    /* Active before the core has it (MPI_Waitany skips inactive requests); the handle's
-     * reference and the call's. */
-    r->super.req_state = OMPI_REQUEST_ACTIVE;
-    r->refs = 2;
-    r->handed = 1;
+    mca_coll_gpurdma_request_hand_over(r);
     gpurdma_status_t st = gpurdma_iallreduce(m->core, sbuf == MPI_IN_PLACE ? NULL : sbuf, rbuf, (size_t)count, gdt, gop,
                                              mca_coll_gpurdma_request_complete, r, &r->core);
     if (GPURDMA_OK == st) {
         *request = &r->super;
         return MPI_SUCCESS;
     }
-    /* Nothing started: the callback will not run. */
-    r->core = NULL;
-    r->refs = 1;
-    r->handed = 0;
-    OBJ_RELEASE(r);
+    mca_coll_gpurdma_request_drop_unstarted(r);
     if (GPURDMA_ERR_UNSUPPORTED == st)
         return iallreduce_fallback(m, mca_coll_gpurdma_declined_why(m, core_declined), sbuf, rbuf, count, dtype, op,
                                    comm, request);
@@ -364,8 +371,7 @@ int mca_coll_gpurdma_allreduce_init(const void *sbuf, void *rbuf, gpurdma_coll_c
         *request = &r->super;
         return MPI_SUCCESS;
     }
-    r->core = NULL;
-    OBJ_RELEASE(r);
+    mca_coll_gpurdma_request_drop_unstarted(r);
     if (GPURDMA_ERR_UNSUPPORTED == st)
         return allreduce_init_fallback(m, mca_coll_gpurdma_declined_why(m, core_declined), sbuf, rbuf, count, dtype, op,
                                        comm, info, request);

@@ -50,6 +50,11 @@ typedef struct mca_coll_gpurdma_request {
 /* A new request holding the module; persistent ones inactive and complete. */
 mca_coll_gpurdma_request_t *mca_coll_gpurdma_request_new(mca_coll_gpurdma_module_t *m, struct ompi_communicator_t *comm,
                                                          bool persistent);
+/* A nonblocking request about to be handed to the core: active before the core has it
+ * (MPI_Waitany skips inactive requests), with two references, the handle's and the call's. */
+void mca_coll_gpurdma_request_hand_over(mca_coll_gpurdma_request_t *r);
+/* A request whose call the core did not start (its callback will never run): released. */
+void mca_coll_gpurdma_request_drop_unstarted(mca_coll_gpurdma_request_t *r);
 /* Drops a reference; the last one releases the request (deferred to the next shim call
  * when in_callback: the caller may hold the core's engine). */
 void mca_coll_gpurdma_request_put(mca_coll_gpurdma_request_t *r, bool in_callback);
