@@ -206,6 +206,12 @@ typedef struct gpurdma_config {
                                  (Rabenseifner's halving-doubling) */
     size_t shm_arena_size; /* bytes of node shared memory this process hands to the communicators it leads
                                  on its node (one sparse file, slices reused); 0: a /dev/shm segment each */
+    int recorder_size; /* calls each communicator's flight recorder keeps; 0: no recorder */
+    const char *dump_dir; /* where live dumps go (one JSON file per process); "": none */
+    int dump_signal; /* the signal that asks for a dump (default SIGUSR2); 0: none */
+    const char *dump_trigger; /* a file whose appearance asks for a dump; "": none */
+    int dump_on_timeout; /* 1: a call that times out writes the dump before its error */
+    const char *trace_dir; /* "": no trace; else each communicator's record as Chrome trace events, at its free */
     int threads; /* 1: several threads may call into the context at once (MPI_THREAD_MULTIPLE): UCX's
                                  worker is created thread-safe. Not a parameter: the caller's thread level */
     gpurdma_log_fn_t log; /* may be NULL */
@@ -468,6 +474,17 @@ typedef struct gpurdma_comm_stats {
     uint64_t bcast_calls;
     uint64_t reduce_calls;
     uint64_t barrier_calls; /* MPI_Barrier (any form): one-byte allreduces, not in calls nor the algorithms' */
+    /* Per stage, from the flight recorder (recorder_size > 0), over the calls whose schedules
+     * stamp stages (not the one-node latency path): the stage's window (first step to last,
+     * microseconds; a pipeline's windows overlap) and the bytes this rank sent in it. */
+    uint64_t stage_node_reduce_scatter_us;
+    uint64_t stage_node_reduce_scatter_bytes;
+    uint64_t stage_rail_us; /* the schedules' exchanges: between nodes in the hierarchical path, or the whole of
+                               a flat ring, recursive doubling, halving-doubling or tree */
+    uint64_t stage_rail_bytes;
+    uint64_t stage_node_allgather_us;
+    uint64_t stage_node_allgather_bytes;
+    uint64_t stage_gpu_copy_us; /* GPU buffers across nodes: copies to and from page-locked staging */
 } gpurdma_comm_stats_t;
 
 void gpurdma_comm_get_stats(const gpurdma_comm_t *comm, gpurdma_comm_stats_t *stats);

@@ -12,6 +12,10 @@
 #include "core/counters.h"
 #include "gpu/buffer_query.h"
 #include "gpu/default_streams.h"
+#include "obs/clock_alignment.h"
+#include "obs/dump_service.h"
+#include "obs/ticks.h"
+#include "obs/trace_writer.h"
 #include "plan/collective.h"
 #include "reduce/reduce.h"
 
@@ -31,14 +35,23 @@ gpurdma_comm::gpurdma_comm(gpurdma_context *ctx, const gpurdma_comm_params_t &pa
       size(params.size),
       bootstrap(params.bootstrap),
       name(params.name ? params.name : "communicator"),
+      recorder_(name, rank, size, static_cast<size_t>(std::max(0, ctx->config.recorder_size))),
       staging_(name, size, rank, ctx->config.timeout_s, &ctx->log, &buffers_,
                [this](const gpurdma::algo::Call &host_call) -> gpurdma::algo::Algorithm * {
                    return size > 1 ? &selector_->choose(host_call) : nullptr;
                })
-{}
+{
+    if (recorder_.enabled()) gpurdma::obs::DumpService::instance().add(&recorder_);
+}
+
+gpurdma::obs::FlightRecorder *gpurdma_request::recorder() const
+{
+    return comm ? &comm->recorder() : nullptr;
+}
 
 gpurdma_comm::~gpurdma_comm()
 {
+    if (recorder_.enabled()) gpurdma::obs::DumpService::instance().remove(&recorder_);
     {
         std::lock_guard<gpurdma::exec::EngineLock> hold(calls_.engine());
         // Calls still in flight (the caller freed the communicator, or their requests)
@@ -57,12 +70,18 @@ gpurdma_comm::~gpurdma_comm()
                 std::string describe_wait() const override { return comm.calls_.front().describe_wait(); }
                 const char *collective() const override { return comm.calls_.front().collective(); }
                 std::string describe_failure() const override { return comm.last_error; }
+                gpurdma::obs::FlightRecorder *recorder() const override { return &comm.recorder_; }
             } drain(*this);
             (void)loop_for(front).run(drain);  // each call fails itself at its own timeout
         }
         context->engine.deactivate(&calls_);
         for (gpurdma_request *r : persistent_) r->comm = nullptr;  // the caller frees them later
         persistent_.clear();
+    }
+    if (recorder_.enabled() && size > 1 && !context->trace_dir.empty() && calls_begun_ > 0) {
+        std::string why;
+        if (gpurdma::obs::write_trace(context->trace_dir, recorder_, &why).empty())
+            context->log.log(1, "%s: no trace written: %s", name.c_str(), why.c_str());
     }
     // Per-communicator counters: set-up work happens once, never per call.
     const uint64_t others = stats.reduce_scatter_calls + stats.allgather_calls + stats.bcast_calls +
@@ -99,6 +118,7 @@ gpurdma_status_t gpurdma_comm::fail(gpurdma_status_t status, const std::string &
 {
     last_error = message;
     broken_ = true;
+    recorder_.set_broken(message);
     context->log.log(0, "%s", message.c_str());
     return status;
 }
@@ -121,6 +141,16 @@ Status gpurdma_comm::ensure_host_team()
         return Status::unsupported(st.message());
     }
     selector_ = std::make_unique<gpurdma::algo::Selector>(*team_);
+    if (recorder_.enabled()) recorder_.set_hosts(team_->hosts());
+    if (!context->trace_dir.empty()) {
+        // Every rank alike (trace_dir is agreed, recorder_size is not): the trace's
+        // clocks, against rank 0's.
+        const gpurdma::obs::ClockAlignment clock =
+            gpurdma::obs::align_clock(rank, size, [this](const void *send, void *recv, size_t bytes) {
+                return bootstrap.allgather(send, recv, bytes, bootstrap.arg) == 0;
+            });
+        if (clock.measured) recorder_.set_clock(clock.offset_s, clock.error_s, clock.epoch_s);
+    }
     tally(&gpurdma_comm_stats_t::setups);
     if (team_->uses_ucx()) tally(&gpurdma_comm_stats_t::registrations);
     if (team_->node_memory()) tally(&gpurdma_comm_stats_t::shm_segments);
@@ -135,7 +165,11 @@ State gpurdma_comm::advance_call(gpurdma_request &r)
     if (r.phase == Phase::Started) return begin(r);
     if (r.phase == Phase::Agreeing) return agree(r);
     if (!r.algorithm) return State::Done;
-    const State st = r.algorithm->advance();
+    State st;
+    {
+        gpurdma::obs::ActiveRecorder active(&recorder_);  // the executors' stage notes
+        st = r.algorithm->advance();
+    }
     if (st == State::Running) return st;
     if (st == State::Failed) {
         r.failure = r.algorithm->describe_failure();
@@ -166,6 +200,7 @@ void gpurdma_comm::finished(gpurdma_request &r)
 Status gpurdma_comm::run_now(gpurdma_request &r)
 {
     const gpurdma::exec::ProgressLoop &loop = loop_for(r);
+    gpurdma::obs::ActiveRecorder active(&recorder_);  // the executors' stage notes, the loop's wait notes
     if (r.device) return loop.run(r);  // the agreement and the device paths: the request's phases
     // Host buffers: begun here, then the algorithm runs under the loop itself, with no
     // request in between (the latency path: a poll is the algorithm's own advance()).
@@ -194,6 +229,11 @@ void gpurdma_comm::report(gpurdma_request &r, gpurdma_status_t status)
 
 void gpurdma_comm::conclude(gpurdma_request &r, State state, const Status &result)
 {
+    using gpurdma::obs::CallState;
+    const gpurdma::obs::CallRecord *record = recorder_.close(r.number, state == State::Done       ? CallState::Done
+                                                                       : state == State::Declined ? CallState::Declined
+                                                                                                  : CallState::Failed);
+    if (record && record->stages) tally_stages(*record);
     if (state == State::Done) {
         tally(call_counter(r.call));
         const bool allreduce = r.call.coll == gpurdma::plan::Coll::Allreduce && !r.call.barrier;
@@ -213,6 +253,35 @@ void gpurdma_comm::conclude(gpurdma_request &r, State state, const Status &resul
                                                                      "be staged: the host path declined at set-up")
                           : result;
     report(r, fail(st.code(), st.message()));
+}
+
+void gpurdma_comm::tally_stages(const gpurdma::obs::CallRecord &record)
+{
+    using gpurdma::plan::Phase;
+    using Field = uint64_t gpurdma_comm_stats_t::*;
+    const double us_per_tick = gpurdma::obs::TickClock::process().seconds_per_tick() * 1e6;
+    for (int i = 0; i < record.stages && i < gpurdma::obs::CallRecord::kStages; ++i) {
+        const gpurdma::obs::StageSpan &s = record.stage[i];
+        Field time = nullptr, sent = nullptr;
+        switch (static_cast<Phase>(s.phase)) {
+            case Phase::NodeReduceScatter:
+                time = &gpurdma_comm_stats_t::stage_node_reduce_scatter_us;
+                sent = &gpurdma_comm_stats_t::stage_node_reduce_scatter_bytes;
+                break;
+            case Phase::NodeAllgather:
+                time = &gpurdma_comm_stats_t::stage_node_allgather_us;
+                sent = &gpurdma_comm_stats_t::stage_node_allgather_bytes;
+                break;
+            case Phase::StageOut:
+            case Phase::StageBack: time = &gpurdma_comm_stats_t::stage_gpu_copy_us; break;
+            case Phase::Local:
+            case Phase::Calibration: break;
+            default: time = &gpurdma_comm_stats_t::stage_rail_us; sent = &gpurdma_comm_stats_t::stage_rail_bytes;
+        }
+        if (time && s.end > s.begin)
+            tally(time, static_cast<uint64_t>(static_cast<double>(s.end - s.begin) * us_per_tick));
+        if (sent && s.bytes) tally(sent, s.bytes);
+    }
 }
 
 void gpurdma_comm::enqueue(gpurdma_request &r)
@@ -331,6 +400,7 @@ gpurdma_status_t gpurdma_comm::run(const gpurdma::algo::Call &call)
         std::string describe_wait() const override { return comm.calls_.front().describe_wait(); }
         const char *collective() const override { return comm.calls_.front().collective(); }
         std::string describe_failure() const override { return comm.last_error; }
+        gpurdma::obs::FlightRecorder *recorder() const override { return &comm.recorder_; }
     } until_done(*this, r);
     const Status st = loop_for(r).run(until_done);
     if (!st.is_ok() && r.phase != Phase::Idle) {

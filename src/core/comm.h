@@ -31,6 +31,7 @@
 #include "exec/call_queue.h"
 #include "exec/progress.h"
 #include "gpurdma/gpurdma.h"
+#include "obs/flight_recorder.h"
 
 namespace gpurdma::algo {
 class HostTeam;
@@ -64,6 +65,8 @@ struct gpurdma_comm final : private gpurdma::exec::CallQueue::Owner {
     // What a barrier's one-byte allreduce writes (core/barrier.cpp): the communicator runs
     // one call at a time, and every one writes the same zero.
     uint8_t barrier_result = 0;
+    // Its last calls, for the live dump (obs/dump_service.h).
+    gpurdma::obs::FlightRecorder &recorder() { return recorder_; }
     // The host team's set-up has run (a blocking call; either verdict), or none is needed.
     bool set_up() const { return size == 1 || set_up_.load(std::memory_order_acquire); }
 
@@ -143,7 +146,10 @@ private:
     gpurdma_status_t fail(gpurdma_status_t status, const std::string &message);
     // Adds n to a counter of this communicator and to the process totals.
     void tally(uint64_t gpurdma_comm_stats_t::*field, uint64_t n = 1);
+    // A finished call's stages (its flight record) to the per-stage counters.
+    void tally_stages(const gpurdma::obs::CallRecord &record);
 
+    gpurdma::obs::FlightRecorder recorder_;  // before calls_: outlives every call
     gpurdma::exec::CallQueue calls_{*this};  // started calls, in start order; the front runs
     std::set<gpurdma_request *> persistent_;  // the caller's persistent requests, orphaned at the end
     bool declined_ = false;

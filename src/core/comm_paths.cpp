@@ -152,6 +152,7 @@ State gpurdma_comm::begin_staged(gpurdma_request &r)
 {
     ++r.moves;
     r.phase = Phase::Staged;
+    recorder_.set_path(gpurdma::obs::RecorderPath::Staged);
     // The copies in are launched here; the staging algorithm polls them, then runs the host algorithm.
     const Status in = staging_.start(r.call);
     if (!in.is_ok()) return failed(r, in);
@@ -181,6 +182,20 @@ State gpurdma_comm::begin(gpurdma_request &r)
         ++r.moves;
     }
     r.number = ++calls_begun_;
+    if (gpurdma::obs::CallRecord *rec = recorder_.open(r.number)) {
+        rec->coll = static_cast<uint8_t>(r.call.coll);
+        rec->count = r.call.count;
+        rec->bytes = gpurdma::algo::total_count(r.call, size) * gpurdma::reduce::dtype_size(r.call.dtype);
+        rec->dtype = static_cast<uint8_t>(r.call.dtype);
+        rec->op = static_cast<uint8_t>(r.call.op);
+        rec->root =
+            r.call.coll == gpurdma::plan::Coll::Bcast || r.call.coll == gpurdma::plan::Coll::Reduce ? r.call.root : -1;
+        rec->kind = static_cast<uint8_t>(r.kind);
+        rec->barrier = r.call.barrier;
+        rec->path =
+            static_cast<uint8_t>(r.device ? gpurdma::obs::RecorderPath::Device : gpurdma::obs::RecorderPath::Host);
+        recorder_.publish();
+    }
     const gpurdma::algo::CallKinds *kinds = team_ ? team_->call_kinds() : nullptr;
     // A rank with the other GPU vendor's buffer stages: its node peers must see it as a
     // rank with host buffers, and stage too.

@@ -7,6 +7,7 @@
 #include "core/counters.h"
 #include "core/params.h"
 #include "exec/ucx_close.h"
+#include "obs/dump_service.h"
 #include "plan/rail_choice.h"
 #include "topo/nic.h"
 #include "topo/placement.h"
@@ -21,6 +22,9 @@ gpurdma_context::gpurdma_context(const gpurdma_config_t &c)
       gdr_level(c.gdr_level ? c.gdr_level : "PXB"),
       rail_reduce(c.rail_reduce ? c.rail_reduce : "auto"),
       rail_algorithm(c.rail_algorithm ? c.rail_algorithm : "auto"),
+      dump_dir(c.dump_dir ? c.dump_dir : ""),
+      dump_trigger(c.dump_trigger ? c.dump_trigger : ""),
+      trace_dir(c.trace_dir ? c.trace_dir : ""),
       log(c.log, c.verbose),
       engine(gpurdma::exec::ProgressPacing{c.progress_thread != 0, c.progress_thread_pause_us,
                                            c.progress_thread_grace_us, c.progress_thread_linger_us},
@@ -38,6 +42,16 @@ gpurdma_context::gpurdma_context(const gpurdma_config_t &c)
     config.gdr_level = gdr_level.c_str();  // the caller's strings need not outlive the context
     config.rail_reduce = rail_reduce.c_str();
     config.rail_algorithm = rail_algorithm.c_str();
+    config.dump_dir = dump_dir.c_str();
+    config.dump_trigger = dump_trigger.c_str();
+    config.trace_dir = trace_dir.c_str();
+    // The live dump (signal, trigger file, timeouts): one per process, counted by contexts.
+    gpurdma::obs::DumpOptions dump;
+    dump.dir = dump_dir;
+    dump.signal = c.dump_signal;
+    dump.trigger = dump_trigger;
+    dump.on_timeout = c.dump_on_timeout != 0;
+    gpurdma::obs::DumpService::instance().start(dump);
 }
 
 gpurdma::Status gpurdma_context::create(const gpurdma_config_t &c, std::unique_ptr<gpurdma_context> *out)
@@ -132,6 +146,7 @@ gpurdma::algo::HostSetup gpurdma_context::host_setup()
 gpurdma_context::~gpurdma_context()
 {
     engine.stop_thread();  // nothing polls UCX behind the close
+    gpurdma::obs::DumpService::instance().stop();
     ucx_started_.store(nullptr, std::memory_order_release);
     // Endpoints closed and the worker idle under the wait loop, before UCX goes.
     gpurdma::exec::close_ucx(std::move(ucx), config.spin_us, &log);

@@ -24,6 +24,9 @@ struct gpurdma_context {
     std::string gdr_level;  // coll_gpurdma_gdr_level as given
     std::string rail_reduce;  // coll_gpurdma_rail_reduce as given
     std::string rail_algorithm;  // coll_gpurdma_rail_algorithm as given
+    std::string dump_dir;  // coll_gpurdma_dump_dir as given
+    std::string dump_trigger;  // coll_gpurdma_dump_trigger as given
+    std::string trace_dir;  // coll_gpurdma_trace_dir as given
     std::string rail_device;  // the NIC this process uses between nodes ("" = UCX's choice)
     std::string host;  // this host's name
     std::string node;  // this process's node: the host, or its logical node ("host#k")

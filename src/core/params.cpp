@@ -264,6 +264,32 @@ const gpurdma_param_info_t kTable[] = {
     number("ib_sl", INT, FIELD(ib_sl), -1, in(-1, 15, "is not -1 or in 0..15"), kLocal, 6,
            "InfiniBand service level / RoCEv2 Ethernet priority for gpurdma's UCX context, like NCCL_IB_SL, "
            "0 .. 15; -1: UCX's choice (UCX_IB_SL or auto). Only RDMA devices use it"),
+    number("recorder_size", INT, FIELD(recorder_size), 32, in(0, 65536, "is not in 0..65536"), kLocal, 5,
+           "Calls each communicator's flight recorder keeps (collective, count, type, op, path, and each stage's "
+           "start, end and peer), for the live dump and gpurdma-doctor; 200 bytes per call, allocated by the "
+           "communicator's first call. 0: no recorder"),
+    text("dump_dir", FIELD(dump_dir), "gpurdma-dump", nullptr, nullptr, kLocal, 5,
+         "Folder (relative to each process's working directory, or absolute; made 0700 if missing) where a "
+         "live dump writes one JSON file per process: on coll_gpurdma_dump_signal, when "
+         "coll_gpurdma_dump_trigger appears, or when a call times out. Read it with gpurdma-doctor DIR. "
+         "Empty: no dumps"),
+    number("dump_signal", INT, FIELD(dump_signal), 12, in(0, 64, "is not in 0..64"), kLocal, 5,
+           "Signal that makes every process write its dump without stopping the job (12 = SIGUSR2, which "
+           "mpirun forwards to the ranks: kill -USR2 <mpirun's pid>); chained to any handler installed "
+           "before. 0: no signal handler"),
+    text("dump_trigger", FIELD(dump_trigger), "", nullptr, nullptr, kLocal, 5,
+         "A file whose appearance (or new modification time) makes every process write its dump, for "
+         "launchers that do not forward signals (touch it on a shared file system); checked twice a second "
+         "by the dump thread. Empty: none"),
+    text("trace_dir", FIELD(trace_dir), "", nullptr, nullptr, kAllRanks, 5,
+         "Folder where each process writes, as each communicator is freed, its flight record (the last "
+         "coll_gpurdma_recorder_size calls, their stages) as Chrome/Perfetto trace events, one file per "
+         "communicator and process, in microseconds of the communicator's rank 0 clock (each rank's offset "
+         "measured at set-up: three allgather rounds, only when tracing). contrib/trace-plot.py merges and "
+         "draws them. Empty: no trace. All ranks must agree"),
+    number("dump_on_timeout", INT, FIELD(dump_on_timeout), 1, in(0, 1, "is not 0 or 1"), kLocal, 5,
+           "1: a call that times out (coll_gpurdma_timeout) writes the dump before it returns its error, and "
+           "the error names the file; 0: it does not"),
 };
 #undef FIELD
 

@@ -43,6 +43,7 @@ struct gpurdma_request : gpurdma::exec::Task {
     }
     std::string describe_failure() const override { return failure; }
     const char *collective() const override { return gpurdma::algo::call_name(call); }
+    gpurdma::obs::FlightRecorder *recorder() const override;
 
     gpurdma_comm *comm;  // null once the communicator is gone (an orphaned persistent request)
     const Kind kind;

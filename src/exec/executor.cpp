@@ -1,5 +1,7 @@
 #include "exec/executor.h"
 
+#include "obs/flight_recorder.h"
+
 namespace gpurdma::exec {
 
 using plan::Buf;
@@ -114,6 +116,7 @@ bool Executor::complete(const Step &step, bool *failed)
                 *failed = true;
                 error_ = transport_.error();
             }
+            if (p == transport::Poll::Done) obs::note_sent(static_cast<uint8_t>(step.phase), step.bytes);
             return p == transport::Poll::Done;
         }
         case StepKind::RecvReduce:
@@ -134,6 +137,13 @@ State Executor::advance()
     }
     while (pc_ < steps.size()) {
         if (pc_ >= limit_) return State::Running;
+        // A new stage (or the first): the flight recorder's stamp, one per change.
+        if (pc_ == 0 || steps[pc_].phase != steps[pc_ - 1].phase) {
+            if (noted_ != pc_ + 1) {
+                noted_ = pc_ + 1;
+                obs::note_stage(static_cast<uint8_t>(steps[pc_].phase), steps[pc_].peer);
+            }
+        }
         bool failed = false;
         if (!run_step(steps[pc_], &failed)) return failed ? State::Failed : State::Running;
         ++pc_;

@@ -74,6 +74,7 @@ private:
     std::vector<const void *> node_spans_;  // a NodeReduce's sources
     size_t limit_ = SIZE_MAX;
     size_t pc_ = 0;
+    size_t noted_ = 0;  // 1 + the step whose stage change the flight recorder was told of
     StepPhase phase_ = StepPhase::Begin;
     const void *send_from_ = nullptr;  // the current send's source (staged or not)
     std::string error_;

@@ -6,6 +6,9 @@
 #include <thread>
 #include <utility>
 
+#include "obs/dump_service.h"
+#include "obs/flight_recorder.h"
+
 namespace gpurdma::exec {
 
 ProgressLoop::ProgressLoop(WaitPolicy policy, WaitSite site, std::function<unsigned()> poll_network)
@@ -18,6 +21,7 @@ double IdleClock::idle_seconds(uint64_t position)
         started_ = true;
         last_position_ = position;
         still_polls_ = 0;
+        next_note_ = kFirstNote;
         time_.reset();
         return 0;
     }
@@ -32,13 +36,27 @@ Status ProgressLoop::outcome(State state, const Task &task) const
     return Status::error(GPURDMA_ERR_TRANSPORT, site_.name + ": " + task.describe_failure());
 }
 
+bool ProgressLoop::note_wait(const Task &task, double idle_s)
+{
+    obs::FlightRecorder *recorder = task.recorder();
+    if (!recorder) recorder = obs::active_recorder();
+    if (!recorder || !recorder->call_open()) return false;
+    recorder->note_wait(task.describe_wait(), idle_s);
+    return true;
+}
+
 Status ProgressLoop::timed_out(const Task &task) const
 {
     char secs[32];
     std::snprintf(secs, sizeof secs, "%.0f", policy_.timeout_s);
+    // A call's timeout (not a teardown's, whose communicator is no longer recorded)
+    // writes the dump first (coll_gpurdma_dump_on_timeout), so that the error can name it.
+    const bool call = note_wait(task, policy_.timeout_s);
+    const std::string dump = call ? obs::DumpService::instance().write_on_timeout() : std::string();
     return Status::error(GPURDMA_ERR_TIMEOUT, site_.name + ": " + task.collective() + " timed out after " + secs +
                                                   " s in " + task.describe_wait() + " (this is rank " +
-                                                  std::to_string(site_.rank) + " on host " + site_.host + ")");
+                                                  std::to_string(site_.rank) + " on host " + site_.host + ")" +
+                                                  (dump.empty() ? "" : "; dump: " + dump));
 }
 
 State ProgressLoop::step(Task &task, IdleClock &clock, Status *result) const
@@ -54,6 +72,7 @@ State ProgressLoop::step(Task &task, IdleClock &clock, Status *result) const
         *result = timed_out(task);
         return State::Failed;
     }
+    if (clock.note_due(idle_s)) note_wait(task, idle_s);
     return State::Running;
 }
 

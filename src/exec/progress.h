@@ -78,12 +78,23 @@ public:
     bool still() const { return started_ && still_polls_ > 0; }
     // The idle time as last read (idle_seconds reads the clock every 16th still poll).
     double idle() const { return time_.seconds(); }
+    // Whether a wait this long should be noted in the flight recorder now (the first
+    // time past kFirstNote, then every kNoteEvery).
+    bool note_due(double idle_s)
+    {
+        if (idle_s < next_note_) return false;
+        next_note_ = idle_s + kNoteEvery;
+        return true;
+    }
+    static constexpr double kFirstNote = 0.01;
+    static constexpr double kNoteEvery = 0.5;
     static constexpr double kMaxGap = IdleTime::kMaxGap;
 
 private:
     uint64_t last_position_ = 0;
     unsigned still_polls_ = 0;
     bool started_ = false;
+    double next_note_ = kFirstNote;
     IdleTime time_;
 };
 
@@ -132,6 +143,9 @@ private:
 #endif
     }
     Status timed_out(const Task &task) const;
+    // A long wait, noted in the call's flight recorder: where it waits (describe_wait()).
+    // False: the task is no recorded call's.
+    static bool note_wait(const Task &task, double idle_s);
     WaitPolicy policy_;
     WaitSite site_;
     std::function<unsigned()> poll_network_;
@@ -142,6 +156,7 @@ template <class T> Status ProgressLoop::run_as(T &task) const
     // The clock is read only once nothing has moved for a while: a small message
     // completes without ever reading it.
     IdleTime idle_time;
+    double next_note_s = IdleClock::kFirstNote;
     uint64_t last_pos = task.position();
     unsigned idle = 0;
     bool yielding = policy_.yield_when_idle;
@@ -154,6 +169,7 @@ template <class T> Status ProgressLoop::run_as(T &task) const
             idle_time.reset();
             idle = 0;
             yielding = policy_.yield_when_idle;
+            next_note_s = IdleClock::kFirstNote;
             continue;
         }
         if (poll_network_ && poll_network_() != 0) {
@@ -176,6 +192,10 @@ template <class T> Status ProgressLoop::run_as(T &task) const
         const double idle_s = idle_time.add_read(std::chrono::steady_clock::now());
         if (!yielding && spin_s >= 0 && idle_s > spin_s) yielding = true;
         if (idle_s > policy_.timeout_s) return timed_out(task);
+        if (idle_s > next_note_s) {
+            note_wait(task, idle_s);
+            next_note_s = idle_s + IdleClock::kNoteEvery;
+        }
     }
 }
 

@@ -6,6 +6,10 @@
 #include <cstdint>
 #include <string>
 
+namespace gpurdma::obs {
+class FlightRecorder;
+}
+
 namespace gpurdma::exec {
 
 enum class State {
@@ -29,6 +33,9 @@ public:
     virtual std::string describe_failure() const = 0;
     // The collective the call is, for the timeout message ("bcast timed out after ...").
     virtual const char *collective() const { return "allreduce"; }
+    // The flight recorder of the communicator whose call this is, where the loop notes a
+    // long wait (its describe_wait()); null: the loop uses obs::active_recorder().
+    virtual obs::FlightRecorder *recorder() const { return nullptr; }
 };
 
 }  // namespace gpurdma::exec

@@ -54,6 +54,8 @@ if ! flock -n 9; then
 fi
 
 log_dir=$(mktemp -d "${TMPDIR:-/tmp}/gpurdma-cluster-tests.XXXXXX")
+# Timeouts write their dumps here, not into the working directory (coll_gpurdma_dump_dir).
+export OMPI_MCA_coll_gpurdma_dump_dir="$log_dir/dumps"
 teardown() {
     "$cluster" down >/dev/null 2>&1 || echo "WARNING: cluster teardown failed; run: $cluster down"
     rm -rf "$log_dir"

@@ -844,6 +844,7 @@ struct Rank {
         gpurdma_config_default(&cfg);
         cfg.verbose = rank == 0 || opt.verbose >= 2 ? opt.verbose : 0;
         cfg.timeout_s = opt.timeout_s;
+        cfg.dump_dir = "";  // timeouts here are the tests' own: no dump files in the build tree
         cfg.algorithm = opt.algorithm.c_str();
         cfg.rail_reduce = opt.rail_reduce.c_str();
         if (opt.chunk_size) cfg.chunk_size = opt.chunk_size;

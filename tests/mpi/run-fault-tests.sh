@@ -38,6 +38,8 @@ trap 'rm -rf "$log_dir"' EXIT
 
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMPI_MCA_mca_base_component_path="$pkglibdir:$build/component"
+# Timeouts write their dumps here, not into the working directory (coll_gpurdma_dump_dir).
+export OMPI_MCA_coll_gpurdma_dump_dir="$log_dir/dumps"
 common=(--oversubscribe --bind-to none --mca pml ob1 --mca btl self,vader,tcp)
 on=(--mca coll_gpurdma_priority 100 --mca coll_gpurdma_verbose 1)
 host=$(hostname)

@@ -16,6 +16,8 @@ if [ -z "$mpiexec" ] || [ ! -f "$lib" ]; then
     exit 77
 fi
 log_dir=$(mktemp -d "${TMPDIR:-/tmp}/gpurdma-mpich-tests.XXXXXX")
+# Timeouts write their dumps here, not into the working directory (GPURDMA_DUMP_DIR).
+export GPURDMA_DUMP_DIR="$log_dir/dumps"
 trap 'rm -rf "$log_dir"' EXIT
 
 passed=0

@@ -262,6 +262,7 @@ TEST(Params, TheAgreedRowsAreTheOnesThatShapeThePlan)
     // device_stage_max picks each GPU-buffer call's path by its size: every rank alike.
     // The <coll>_enable rows decide whether gpurdma or the previous module runs a call.
     // rail_slots lays out both ends of every inter-node channel.
+    // trace_dir adds the clock alignment's allgathers to the set-up.
     const std::set<std::string> expected = {"slots",
                                             "rail_slots",
                                             "chunk_size",
@@ -282,6 +283,7 @@ TEST(Params, TheAgreedRowsAreTheOnesThatShapeThePlan)
                                             "allgather_enable",
                                             "bcast_enable",
                                             "reduce_enable",
-                                            "barrier_enable"};
+                                            "barrier_enable",
+                                            "trace_dir"};
     EXPECT_EQ(agreed, expected);
 }

@@ -265,6 +265,7 @@ public:
         c.logical_nodes = layout.logical_nodes;
         c.ucx_tls = layout.tls;
         c.timeout_s = opt.timeout_s;
+        c.dump_dir = "";  // timeouts here are the tests' own: no dump files in the build tree
         c.threads = opt.threads;
         c.chunk_size = kChunk;
         c.node_chunk_size = kChunk;

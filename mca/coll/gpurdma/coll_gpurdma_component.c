@@ -94,6 +94,24 @@ static void register_counters(void)
          offsetof(gpurdma_comm_stats_t, reduce_calls)},
         {"barrier_calls", "MPI_Barrier calls (any form) completed by gpurdma",
          offsetof(gpurdma_comm_stats_t, barrier_calls)},
+        {"stage_node_reduce_scatter_us",
+         "Microseconds in the node reduce-scatter stage (its window per call; schedules' calls, not the one-node "
+         "latency path)",
+         offsetof(gpurdma_comm_stats_t, stage_node_reduce_scatter_us)},
+        {"stage_node_reduce_scatter_bytes", "Bytes this process sent in the node reduce-scatter stage",
+         offsetof(gpurdma_comm_stats_t, stage_node_reduce_scatter_bytes)},
+        {"stage_rail_us",
+         "Microseconds in the schedules' exchanges (the rail between nodes; a flat ring, recursive doubling, "
+         "halving-doubling or tree as a whole)",
+         offsetof(gpurdma_comm_stats_t, stage_rail_us)},
+        {"stage_rail_bytes", "Bytes this process sent in the schedules' exchanges",
+         offsetof(gpurdma_comm_stats_t, stage_rail_bytes)},
+        {"stage_node_allgather_us", "Microseconds in the node allgather stage",
+         offsetof(gpurdma_comm_stats_t, stage_node_allgather_us)},
+        {"stage_node_allgather_bytes", "Bytes this process sent in the node allgather stage",
+         offsetof(gpurdma_comm_stats_t, stage_node_allgather_bytes)},
+        {"stage_gpu_copy_us", "Microseconds of GPU buffers' copies to and from page-locked staging (across nodes)",
+         offsetof(gpurdma_comm_stats_t, stage_gpu_copy_us)},
     };
     for (size_t i = 0; i < sizeof counters / sizeof counters[0]; i++)
         (void)mca_base_component_pvar_register(&mca_coll_gpurdma_component.collm_version, counters[i].name,
