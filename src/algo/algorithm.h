@@ -73,6 +73,14 @@ public:
     virtual uint64_t gpurdma_comm_stats_t::*counter() const = 0;
     // One line for verbose 2 about the started call: "ring, 14 steps", "node allreduce, direct".
     virtual std::string describe_call() const = 0;
+
+    // The flight recorder whose open call this algorithm's executors note their stages in
+    // (set by the communicator before start(); null: none).
+    void record_to(obs::FlightRecorder *recorder) { recorder_ = recorder; }
+    obs::FlightRecorder *recorder() const override { return recorder_; }
+
+protected:
+    obs::FlightRecorder *recorder_ = nullptr;
 };
 
 }  // namespace gpurdma::algo

@@ -71,6 +71,7 @@ void DeviceHierarchical::start_unit(Chunk &chunk, size_t index)
                        *chunk.work);
     if (chunk.buffer) chunk.exec->set_stage(chunk.buffer->data());
     chunk.exec->set_node_sources(&node_srcs_);
+    chunk.exec->set_recorder(recorder_);
     chunk.state = Chunk::State::Out;
     stage_ = multi() ? Stage::NodeRs : Stage::D2H;
     ++position_;

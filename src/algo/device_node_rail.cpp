@@ -226,6 +226,7 @@ void DeviceNodeRail::start_rail()
     exec_.emplace(*schedule_, host_.router(), call_.op, call_.dtype, rail_send_ ? rail_send_->data() : nullptr,
                   rail_recv_ ? rail_recv_->data() : nullptr);
     exec_->set_stage(stage_.data());
+    exec_->set_recorder(recorder_);
 }
 
 void DeviceNodeRail::launch_in()

@@ -175,6 +175,7 @@ exec::State HostStaging::advance()
             }
             ++moves_;
             algorithm_ = choose_(host_);
+            if (algorithm_) algorithm_->record_to(recorder_);
             if (!algorithm_) {  // a single rank: its data is the result
                 single_rank(host_);
                 return stage_out();

@@ -28,6 +28,7 @@ void ScheduleAllreduce::start_schedule(const plan::Schedule &schedule, const Cal
     schedule_ = &schedule;
     name_ = call_name(call);
     exec_.emplace(schedule, team_.router(), call.op, call.dtype, call.sendbuf, call.recvbuf);
+    exec_->set_recorder(recorder_);
 }
 
 const plan::Schedule &ScheduleAllreduce::schedule_for(size_t count, size_t elem_size, bool in_place,

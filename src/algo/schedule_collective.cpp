@@ -36,6 +36,7 @@ Status ScheduleCollective::start(const Call &call)
     if (stage_.size() < schedule_->stage_bytes) stage_.resize(schedule_->stage_bytes);
     exec_.emplace(*schedule_, team_.router(), call.op, call.dtype, call.sendbuf, call.recvbuf);
     exec_->set_stage(stage_.data());
+    exec_->set_recorder(recorder_);
     return Status::ok();
 }
 

@@ -35,13 +35,18 @@ gpurdma_comm::gpurdma_comm(gpurdma_context *ctx, const gpurdma_comm_params_t &pa
       size(params.size),
       bootstrap(params.bootstrap),
       name(params.name ? params.name : "communicator"),
-      recorder_(name, rank, size, static_cast<size_t>(std::max(0, ctx->config.recorder_size))),
+      // A trace needs a history: 64 calls where none was asked for.
+      recorder_(name, rank, size,
+                ctx->config.recorder_size > 0 ? static_cast<size_t>(ctx->config.recorder_size)
+                : ctx->trace_dir.empty()      ? 0
+                                              : 64),
       staging_(name, size, rank, ctx->config.timeout_s, &ctx->log, &buffers_,
                [this](const gpurdma::algo::Call &host_call) -> gpurdma::algo::Algorithm * {
                    return size > 1 ? &selector_->choose(host_call) : nullptr;
                })
 {
-    if (recorder_.enabled()) gpurdma::obs::DumpService::instance().add(&recorder_);
+    gpurdma::obs::DumpService::instance().add(&recorder_);
+    recorder_.set_stamp_all(!ctx->trace_dir.empty());
 }
 
 gpurdma::obs::FlightRecorder *gpurdma_request::recorder() const
@@ -51,7 +56,7 @@ gpurdma::obs::FlightRecorder *gpurdma_request::recorder() const
 
 gpurdma_comm::~gpurdma_comm()
 {
-    if (recorder_.enabled()) gpurdma::obs::DumpService::instance().remove(&recorder_);
+    gpurdma::obs::DumpService::instance().remove(&recorder_);
     {
         std::lock_guard<gpurdma::exec::EngineLock> hold(calls_.engine());
         // Calls still in flight (the caller freed the communicator, or their requests)
@@ -78,7 +83,7 @@ gpurdma_comm::~gpurdma_comm()
         for (gpurdma_request *r : persistent_) r->comm = nullptr;  // the caller frees them later
         persistent_.clear();
     }
-    if (recorder_.enabled() && size > 1 && !context->trace_dir.empty() && calls_begun_ > 0) {
+    if (size > 1 && !context->trace_dir.empty() && calls_begun_ > 0) {
         std::string why;
         if (gpurdma::obs::write_trace(context->trace_dir, recorder_, &why).empty())
             context->log.log(1, "%s: no trace written: %s", name.c_str(), why.c_str());
@@ -141,7 +146,7 @@ Status gpurdma_comm::ensure_host_team()
         return Status::unsupported(st.message());
     }
     selector_ = std::make_unique<gpurdma::algo::Selector>(*team_);
-    if (recorder_.enabled()) recorder_.set_hosts(team_->hosts());
+    recorder_.set_hosts(team_->hosts());
     if (!context->trace_dir.empty()) {
         // Every rank alike (trace_dir is agreed, recorder_size is not): the trace's
         // clocks, against rank 0's.
@@ -165,11 +170,7 @@ State gpurdma_comm::advance_call(gpurdma_request &r)
     if (r.phase == Phase::Started) return begin(r);
     if (r.phase == Phase::Agreeing) return agree(r);
     if (!r.algorithm) return State::Done;
-    State st;
-    {
-        gpurdma::obs::ActiveRecorder active(&recorder_);  // the executors' stage notes
-        st = r.algorithm->advance();
-    }
+    const State st = r.algorithm->advance();
     if (st == State::Running) return st;
     if (st == State::Failed) {
         r.failure = r.algorithm->describe_failure();
@@ -200,7 +201,6 @@ void gpurdma_comm::finished(gpurdma_request &r)
 Status gpurdma_comm::run_now(gpurdma_request &r)
 {
     const gpurdma::exec::ProgressLoop &loop = loop_for(r);
-    gpurdma::obs::ActiveRecorder active(&recorder_);  // the executors' stage notes, the loop's wait notes
     if (r.device) return loop.run(r);  // the agreement and the device paths: the request's phases
     // Host buffers: begun here, then the algorithm runs under the loop itself, with no
     // request in between (the latency path: a poll is the algorithm's own advance()).

@@ -146,6 +146,8 @@ private:
     gpurdma_status_t fail(gpurdma_status_t status, const std::string &message);
     // Adds n to a counter of this communicator and to the process totals.
     void tally(uint64_t gpurdma_comm_stats_t::*field, uint64_t n = 1);
+    // The flight record of a call (obs::FlightRecorder::Fill; source: its request).
+    static void fill_record(const void *source, gpurdma::obs::CallRecord *record);
     // A finished call's stages (its flight record) to the per-stage counters.
     void tally_stages(const gpurdma::obs::CallRecord &record);
 

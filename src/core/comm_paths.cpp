@@ -132,6 +132,7 @@ State gpurdma_comm::begin_host(gpurdma_request &r)
         return State::Done;
     }
     gpurdma::algo::Algorithm &algorithm = selector_->choose(call);
+    algorithm.record_to(&recorder_);  // its executors' stages
     const Status st = algorithm.start(call);
     if (!st.is_ok()) return failed(r, st);
     r.algorithm = &algorithm;
@@ -154,6 +155,7 @@ State gpurdma_comm::begin_staged(gpurdma_request &r)
     r.phase = Phase::Staged;
     recorder_.set_path(gpurdma::obs::RecorderPath::Staged);
     // The copies in are launched here; the staging algorithm polls them, then runs the host algorithm.
+    staging_.record_to(&recorder_);
     const Status in = staging_.start(r.call);
     if (!in.is_ok()) return failed(r, in);
     r.algorithm = &staging_;
@@ -163,6 +165,21 @@ State gpurdma_comm::begin_staged(gpurdma_request &r)
                          r.call.reduces() ? gpurdma_op_name(r.call.op) : "", staging_.describe_call().c_str(),
                          static_cast<unsigned long long>(stats.calls + 1));
     return State::Running;
+}
+
+void gpurdma_comm::fill_record(const void *source, gpurdma::obs::CallRecord *rec)
+{
+    const gpurdma_request &r = *static_cast<const gpurdma_request *>(source);
+    rec->coll = static_cast<uint8_t>(r.call.coll);
+    rec->count = r.call.count;
+    rec->bytes = gpurdma::algo::total_count(r.call, r.comm->size) * gpurdma::reduce::dtype_size(r.call.dtype);
+    rec->dtype = static_cast<uint8_t>(r.call.dtype);
+    rec->op = static_cast<uint8_t>(r.call.op);
+    const bool rooted = r.call.coll == gpurdma::plan::Coll::Bcast || r.call.coll == gpurdma::plan::Coll::Reduce;
+    rec->root = rooted ? r.call.root : -1;
+    rec->kind = static_cast<uint8_t>(r.kind);
+    rec->barrier = r.call.barrier;
+    rec->path = static_cast<uint8_t>(r.device ? gpurdma::obs::RecorderPath::Device : gpurdma::obs::RecorderPath::Host);
 }
 
 State gpurdma_comm::begin(gpurdma_request &r)
@@ -182,20 +199,10 @@ State gpurdma_comm::begin(gpurdma_request &r)
         ++r.moves;
     }
     r.number = ++calls_begun_;
-    if (gpurdma::obs::CallRecord *rec = recorder_.open(r.number)) {
-        rec->coll = static_cast<uint8_t>(r.call.coll);
-        rec->count = r.call.count;
-        rec->bytes = gpurdma::algo::total_count(r.call, size) * gpurdma::reduce::dtype_size(r.call.dtype);
-        rec->dtype = static_cast<uint8_t>(r.call.dtype);
-        rec->op = static_cast<uint8_t>(r.call.op);
-        rec->root =
-            r.call.coll == gpurdma::plan::Coll::Bcast || r.call.coll == gpurdma::plan::Coll::Reduce ? r.call.root : -1;
-        rec->kind = static_cast<uint8_t>(r.kind);
-        rec->barrier = r.call.barrier;
-        rec->path =
-            static_cast<uint8_t>(r.device ? gpurdma::obs::RecorderPath::Device : gpurdma::obs::RecorderPath::Host);
-        recorder_.publish();
-    }
+    recorder_.open(r.number, &r, &gpurdma_comm::fill_record);
+    // A blocking call reaches the ring when it ends or waits (obs/flight_recorder.h);
+    // a nonblocking one may wait where no loop notes it (nobody drives it): now.
+    if (r.kind != Kind::Blocking) recorder_.publish_open();
     const gpurdma::algo::CallKinds *kinds = team_ ? team_->call_kinds() : nullptr;
     // A rank with the other GPU vendor's buffer stages: its node peers must see it as a
     // rank with host buffers, and stage too.
@@ -308,6 +315,7 @@ State gpurdma_comm::begin_routed(gpurdma_request &r, bool node_all_device)
 
 State gpurdma_comm::begin_device(gpurdma_request &r, gpurdma::algo::Algorithm &path)
 {
+    path.record_to(&recorder_);
     const Status st = path.start(r.call);
     if (st.is_unsupported()) return stage_declined(r);  // this call, or (at its set-up) the communicator
     if (!st.is_ok()) return failed(r, st);

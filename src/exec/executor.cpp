@@ -116,7 +116,8 @@ bool Executor::complete(const Step &step, bool *failed)
                 *failed = true;
                 error_ = transport_.error();
             }
-            if (p == transport::Poll::Done) obs::note_sent(static_cast<uint8_t>(step.phase), step.bytes);
+            if (p == transport::Poll::Done && recorder_)
+                recorder_->note_sent(static_cast<uint8_t>(step.phase), step.bytes);
             return p == transport::Poll::Done;
         }
         case StepKind::RecvReduce:
@@ -141,7 +142,7 @@ State Executor::advance()
         if (pc_ == 0 || steps[pc_].phase != steps[pc_ - 1].phase) {
             if (noted_ != pc_ + 1) {
                 noted_ = pc_ + 1;
-                obs::note_stage(static_cast<uint8_t>(steps[pc_].phase), steps[pc_].peer);
+                if (recorder_) recorder_->note_stage(static_cast<uint8_t>(steps[pc_].phase), steps[pc_].peer);
             }
         }
         bool failed = false;

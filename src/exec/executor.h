@@ -37,6 +37,8 @@ public:
     // Steps from `limit` on wait (Running) until the limit is raised: a unit's rail
     // waits for the unit before it (wire order). SIZE_MAX: none.
     void set_limit(size_t limit) { limit_ = limit; }
+    // Where stage changes and sent bytes are noted (the communicator's open call); null: nowhere.
+    void set_recorder(obs::FlightRecorder *recorder) { recorder_ = recorder; }
 
     // Executes steps until one must wait. Returns Done only when every step has run
     // and no send still reads a user buffer.
@@ -74,7 +76,8 @@ private:
     std::vector<const void *> node_spans_;  // a NodeReduce's sources
     size_t limit_ = SIZE_MAX;
     size_t pc_ = 0;
-    size_t noted_ = 0;  // 1 + the step whose stage change the flight recorder was told of
+    size_t noted_ = 0;
+    obs::FlightRecorder *recorder_ = nullptr;  // 1 + the step whose stage change the flight recorder was told of
     StepPhase phase_ = StepPhase::Begin;
     const void *send_from_ = nullptr;  // the current send's source (staged or not)
     std::string error_;

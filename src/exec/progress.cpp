@@ -39,7 +39,6 @@ Status ProgressLoop::outcome(State state, const Task &task) const
 bool ProgressLoop::note_wait(const Task &task, double idle_s)
 {
     obs::FlightRecorder *recorder = task.recorder();
-    if (!recorder) recorder = obs::active_recorder();
     if (!recorder || !recorder->call_open()) return false;
     recorder->note_wait(task.describe_wait(), idle_s);
     return true;

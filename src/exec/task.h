@@ -34,7 +34,7 @@ public:
     // The collective the call is, for the timeout message ("bcast timed out after ...").
     virtual const char *collective() const { return "allreduce"; }
     // The flight recorder of the communicator whose call this is, where the loop notes a
-    // long wait (its describe_wait()); null: the loop uses obs::active_recorder().
+    // long wait (its describe_wait()); null: none.
     virtual obs::FlightRecorder *recorder() const { return nullptr; }
 };
 

@@ -15,7 +15,7 @@ struct ClockAlignment {
     double offset_s = 0;  // this rank's clock minus rank 0's
     double error_s = 0;  // the bound on that offset's error
     double epoch_s = 0;  // a whole second of rank 0's clock near the set-up, the same on every rank: the
-                         // trace's zero (its microseconds as doubles keep their precision)
+        // trace's zero (its microseconds as doubles keep their precision)
     bool measured = false;
 };
 

@@ -257,7 +257,8 @@ std::string DumpService::document(const char *reason)
         j += first ? "\n" : ",\n";
         first = false;
         j += "    {\"name\": " + json_text(s.name) + ", \"rank\": " + std::to_string(s.rank) +
-             ", \"size\": " + std::to_string(s.size) + ", \"hosts\": [";
+             ", \"size\": " + std::to_string(s.size) + ", \"calls_begun\": " + std::to_string(s.calls_begun) +
+             ", \"history\": " + (s.history ? "true" : "false") + ", \"hosts\": [";
         for (size_t i = 0; i < s.hosts.size(); ++i) j += (i ? ", " : "") + json_text(s.hosts[i]);
         j += "], \"broken\": " + json_text(s.broken) + ",\n     \"waiting\": ";
         if (s.waiting_seq)

@@ -1,49 +1,88 @@
 #include "obs/flight_recorder.h"
 
+#include <algorithm>
 #include <cstring>
 #include <utility>
 
+#include "gpurdma/gpurdma.h"
 #include "obs/ticks.h"
 
 namespace gpurdma::obs {
 
-thread_local FlightRecorder *t_active_recorder = nullptr;
-
 FlightRecorder::FlightRecorder(std::string name, int rank, int size, size_t depth)
-    : name_(std::move(name)), rank_(rank), size_(size), depth_(depth)
+    : name_(std::move(name)),
+      rank_(rank),
+      size_(size),
+      history_(depth > 0),
+      depth_(depth > 0 ? round_up_pow2(depth) : 1),
+      ring_(new Slot[depth_])  // 16 bytes a call; keys start zero: empty
 {}
 
-CallRecord *FlightRecorder::open(uint64_t seq)
+size_t FlightRecorder::round_up_pow2(size_t n)
 {
-    if (!depth_) return nullptr;
-    if (!ring_) ring_.reset(new Entry[depth_]);  // words start zero: Empty records
-    current_ = CallRecord{};
-    current_.seq = seq;
-    current_.begin = ticks();
-    current_.state = CallState::InFlight;
-    open_ = true;
-    active_stage_ = -1;
-    return &current_;
+    size_t p = 1;
+    while (n && p < n) p <<= 1;
+    return n ? p : 0;
 }
 
-void FlightRecorder::publish()
+// key: sequence number (40 bits), state (3), kind (2), barrier (1), path (2), op (4),
+// datatype (5), collective (3). value: count (40 bits), root + 1 (24 bits).
+static_assert(GPURDMA_DTYPE_COUNT <= 32 && GPURDMA_OP_COUNT <= 16, "the key's fields hold every type and op");
+uint64_t FlightRecorder::pack_key(const CallRecord &r)
 {
-    if (!depth_ || !ring_) return;
-    Entry &e = ring_[current_.seq % depth_];
-    const uint32_t v = e.version.load(std::memory_order_relaxed);
-    e.version.store(v + 1, std::memory_order_relaxed);
+    return (r.seq << 24) | (uint64_t(r.state) & 7) << 21 | (uint64_t(r.kind) & 3) << 19 |
+           (uint64_t(r.barrier) & 1) << 18 | (uint64_t(r.path) & 3) << 16 | (uint64_t(r.op) & 15) << 12 |
+           (uint64_t(r.dtype) & 31) << 7 | (uint64_t(r.coll) & 7) << 4;
+}
+
+uint64_t FlightRecorder::pack_value(const CallRecord &r)
+{
+    const uint64_t count = r.count < (uint64_t{1} << 40) ? r.count : (uint64_t{1} << 40) - 1;
+    return count | (static_cast<uint64_t>(r.root + 1) & 0xffffff) << 40;
+}
+
+void FlightRecorder::unpack(uint64_t key, uint64_t value, CallRecord *r)
+{
+    r->seq = key >> 24;
+    r->state = static_cast<CallState>((key >> 21) & 7);
+    r->kind = (key >> 19) & 3;
+    r->barrier = (key >> 18) & 1;
+    r->path = (key >> 16) & 3;
+    r->op = (key >> 12) & 15;
+    r->dtype = (key >> 7) & 31;
+    r->coll = (key >> 4) & 7;
+    r->count = value & ((uint64_t{1} << 40) - 1);
+    r->root = static_cast<int32_t>(value >> 40) - 1;
+}
+
+// words: sequence number, bytes, begin, end, stages used, then the stages.
+void FlightRecorder::publish_timed()
+{
+    if (!timed_) {
+        timed_.reset(new Timed[depth_]);
+        timed_ptr_.store(timed_.get(), std::memory_order_release);
+    }
+    Timed &t = timed_[current_.seq & (depth_ - 1)];
+    uint64_t words[kTimedWords];
+    words[0] = current_.seq;
+    words[1] = current_.bytes;
+    words[2] = current_.begin;
+    words[3] = current_.end;
+    words[4] = current_.stages;
+    std::memcpy(words + 5, current_.stage, sizeof current_.stage);
+    const size_t used = 5 + current_.stages * sizeof(StageSpan) / sizeof(uint64_t);
+    const uint32_t v = t.version.load(std::memory_order_relaxed);
+    t.version.store(v + 1, std::memory_order_relaxed);
     std::atomic_thread_fence(std::memory_order_release);
-    uint64_t words[kWords];
-    std::memcpy(words, &current_, sizeof words);
-    for (size_t i = 0; i < kWords; ++i) e.words[i].store(words[i], std::memory_order_relaxed);
-    e.version.store(v + 2, std::memory_order_release);
-    newest_.store(current_.seq, std::memory_order_release);
+    for (size_t i = 0; i < used; ++i) t.words[i].store(words[i], std::memory_order_relaxed);
+    t.version.store(v + 2, std::memory_order_release);
 }
 
 void FlightRecorder::note_stage(uint8_t phase, int peer)
 {
     if (!open_) return;
     const uint64_t now = ticks();
+    if (!current_.begin) current_.begin = now;  // the call is timed from its first stage
     if (active_stage_ >= 0) current_.stage[active_stage_].end = now;
     int found = -1;
     for (int i = 0; i < current_.stages; ++i)
@@ -53,11 +92,12 @@ void FlightRecorder::note_stage(uint8_t phase, int peer)
         found = current_.stages++;
         current_.stage[found].phase = phase;
         current_.stage[found].begin = now;
+        current_.stage[found].bytes = 0;
     }
     current_.stage[found].end = 0;
     current_.stage[found].peer = peer;
     active_stage_ = found;
-    publish();
+    if (history_ || published_) publish();
 }
 
 void FlightRecorder::note_sent(uint8_t phase, uint64_t bytes)
@@ -70,28 +110,18 @@ void FlightRecorder::note_sent(uint8_t phase, uint64_t bytes)
         }
 }
 
-void FlightRecorder::set_path(RecorderPath path)
-{
-    if (!open_) return;
-    current_.path = static_cast<uint8_t>(path);
-}
-
-const CallRecord *FlightRecorder::close(uint64_t seq, CallState state)
-{
-    if (!open_ || seq != current_.seq) return nullptr;
-    const uint64_t now = ticks();
-    if (active_stage_ >= 0) current_.stage[active_stage_].end = now;
-    current_.end = now;
-    current_.state = state;
-    open_ = false;
-    active_stage_ = -1;
-    publish();
-    return &current_;
-}
-
 void FlightRecorder::note_wait(const std::string &where, double idle_s)
 {
     if (!open_) return;
+    // Called by the thread that drives the call (its wait loop): the writer. The call
+    // in flight reaches the ring now, timed from when its wait began if it had no start.
+    if (!published_ && !history_ && fill_) fill_(source_, &current_);  // deferred until now
+    if (!current_.begin) {
+        const double per_tick = TickClock::process().seconds_per_tick();
+        current_.begin = ticks() - static_cast<uint64_t>(idle_s / per_tick);
+    }
+    publish();
+    published_ = true;
     std::lock_guard<std::mutex> hold(notes_);
     waiting_seq_ = current_.seq;
     waiting_in_ = where;
@@ -135,22 +165,43 @@ FlightRecorder::Snapshot FlightRecorder::snapshot() const
         s.clock_error_s = clock_error_s_;
         s.clock_epoch_s = clock_epoch_s_;
     }
-    if (!depth_ || !ring_) return s;
-    const uint64_t newest = newest_.load(std::memory_order_acquire);
-    const uint64_t first = newest >= depth_ ? newest - depth_ + 1 : 1;
-    for (uint64_t seq = first; seq <= newest; ++seq) {
-        const Entry &e = ring_[seq % depth_];
-        CallRecord r;
+    s.calls_begun = begun_.load(std::memory_order_relaxed);
+    s.history = history_;
+    for (size_t i = 0; i < depth_; ++i) {
+        const Slot &slot = ring_[i];
         for (int attempt = 0; attempt < 1000; ++attempt) {
-            const uint32_t v1 = e.version.load(std::memory_order_acquire);
-            if (v1 & 1u) continue;
-            uint64_t words[kWords];
-            for (size_t i = 0; i < kWords; ++i) words[i] = e.words[i].load(std::memory_order_relaxed);
+            const uint64_t key = slot.key.load(std::memory_order_acquire);
+            if (key == 0) break;  // empty, or being written (then it is the call in flight, seen next time)
+            const uint64_t value = slot.value.load(std::memory_order_relaxed);
             std::atomic_thread_fence(std::memory_order_acquire);
-            if (e.version.load(std::memory_order_relaxed) != v1) continue;
-            std::memcpy(&r, words, sizeof r);
-            if (r.seq == seq && r.state != CallState::Empty) s.calls.push_back(r);
+            if (slot.key.load(std::memory_order_relaxed) != key) continue;
+            CallRecord r;
+            unpack(key, value, &r);
+            r.bytes = 0;
+            s.calls.push_back(r);
             break;
+        }
+    }
+    std::sort(s.calls.begin(), s.calls.end(), [](const CallRecord &x, const CallRecord &y) { return x.seq < y.seq; });
+    if (const Timed *timed = timed_ptr_.load(std::memory_order_acquire)) {
+        for (CallRecord &r : s.calls) {
+            const Timed &t = timed[r.seq & (depth_ - 1)];
+            for (int attempt = 0; attempt < 1000; ++attempt) {
+                const uint32_t v1 = t.version.load(std::memory_order_acquire);
+                if (v1 & 1u) continue;
+                uint64_t words[kTimedWords];
+                for (size_t i = 0; i < kTimedWords; ++i) words[i] = t.words[i].load(std::memory_order_relaxed);
+                std::atomic_thread_fence(std::memory_order_acquire);
+                if (t.version.load(std::memory_order_relaxed) != v1) continue;
+                if (words[0] == r.seq) {  // this call's (not an older one's in the same place)
+                    r.bytes = words[1];
+                    r.begin = words[2];
+                    r.end = words[3];
+                    r.stages = static_cast<uint8_t>(words[4] <= CallRecord::kStages ? words[4] : 0);
+                    std::memcpy(static_cast<void *>(r.stage), words + 5, sizeof r.stage);
+                }
+                break;
+            }
         }
     }
     // A note about a call that has since moved on is stale.

@@ -32,15 +32,14 @@ int stage_track(uint8_t phase)
     }
 }
 
-const char *const kTrackNames[] = {"calls", "node reduce-scatter", "exchanges (rail)", "node all-gather",
-                                   "GPU copies"};
+const char *const kTrackNames[] = {"calls", "node reduce-scatter", "exchanges (rail)", "node all-gather", "GPU copies"};
 
 std::string slice(const std::string &name, const char *category, double start_us, double dur_us, int pid, int tid,
                   const std::string &args)
 {
-    return "{\"name\": " + json_text(name) + ", \"cat\": \"" + category + "\", \"ph\": \"X\", \"ts\": " +
-           json_number(start_us, 3) + ", \"dur\": " + json_number(dur_us, 3) + ", \"pid\": " + std::to_string(pid) +
-           ", \"tid\": " + std::to_string(tid) + ", \"args\": {" + args + "}}";
+    return "{\"name\": " + json_text(name) + ", \"cat\": \"" + category +
+           "\", \"ph\": \"X\", \"ts\": " + json_number(start_us, 3) + ", \"dur\": " + json_number(dur_us, 3) +
+           ", \"pid\": " + std::to_string(pid) + ", \"tid\": " + std::to_string(tid) + ", \"args\": {" + args + "}}";
 }
 
 std::string metadata(const char *what, int pid, int tid, const std::string &name)
@@ -70,8 +69,7 @@ std::string trace_document(const FlightRecorder::Snapshot &s, int world_rank, co
                     ", \"clock_error_us\": " + json_number(s.clock_error_s * 1e6, 3) +
                     ", \"epoch_unix_s\": " + json_number(s.clock_epoch_s, 0) + "},\n \"traceEvents\": [\n  ";
     j += metadata("process_name", pid, 0, "rank " + std::to_string(pid) + " (" + host + ")");
-    for (int t = 0; t < 5; ++t)
-        j += ",\n  " + metadata("thread_name", pid, base + t, s.name + ": " + kTrackNames[t]);
+    for (int t = 0; t < 5; ++t) j += ",\n  " + metadata("thread_name", pid, base + t, s.name + ": " + kTrackNames[t]);
     for (const CallRecord &c : s.calls) {
         if (!c.end) continue;  // in flight: no closed slice to draw
         const std::string coll = c.barrier ? "barrier" : plan::coll_name(static_cast<plan::Coll>(c.coll));
@@ -79,8 +77,8 @@ std::string trace_document(const FlightRecorder::Snapshot &s, int world_rank, co
                                  ", \"count\": " + std::to_string(c.count) + ", \"datatype\": " +
                                  json_text(gpurdma_dtype_name(static_cast<gpurdma_dtype_t>(c.dtype)));
         const double start = at_us(c.begin);
-        j += ",\n  " + slice(coll + " " + std::to_string(c.bytes) + " B", "call", start, at_us(c.end) - start, pid,
-                             base, args);
+        j += ",\n  " +
+             slice(coll + " " + std::to_string(c.bytes) + " B", "call", start, at_us(c.end) - start, pid, base, args);
         for (int i = 0; i < c.stages && i < CallRecord::kStages; ++i) {
             const StageSpan &st = c.stage[i];
             if (!st.end) continue;

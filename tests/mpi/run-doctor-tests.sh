@@ -6,9 +6,11 @@
 #   healthy  np 4, nothing wrong: "nothing wrong found".
 #   stop     np 4, rank 2 SIGSTOPs itself before call 9: rank 2 wrote no dump, the
 #            others wait in call 9 for it (by name).
-#   skip     np 4, rank 2 skips call 9 and sleeps: it has not entered call 9.
-#   count    np 4, rank 2 passes 1001 ints to call 9, the others 1000: call 9 does
-#            not match.
+#   skip     np 4, rank 2 skips call 9 and sleeps: it has not entered call 9 (at the
+#            defaults, without a history: its last call is known by number; with
+#            coll_gpurdma_recorder_size 32 also what it was).
+#   count    np 4, coll_gpurdma_recorder_size 32, rank 2 passes 1001 ints to call 9, the
+#            others 1000: call 9 does not match.
 #   trigger  np 2, healthy, the dump asked for by coll_gpurdma_dump_trigger (a file).
 #   trace    np 4 on 2 logical nodes, coll_gpurdma_trace_dir: every rank's per-stage MPI_T
 #            counters grew in all three stages, and the trace files pass check_trace.py
@@ -60,7 +62,7 @@ fail() {
 start() {
     local name=$1 np=$2 k=$3 victim=$4 hold=$5 mode=$1
     shift 5
-    case $mode in trigger | trace) mode=healthy ;; esac
+    case $mode in trigger | trace) mode=healthy ;; skip-history) mode=skip ;; esac
     mkdir -p "$work/$name"
     timeout -k 5 90 "$mpirun" -np "$np" --oversubscribe --mca coll_gpurdma_priority 100 \
         --mca coll_gpurdma_dump_dir "$work/$name/dump" "$@" "$bin" "$mode" "$k" "$victim" "$hold" \
@@ -104,7 +106,8 @@ check() {
 # A job that waits in call 9 (or holds), then one signal to mpirun, which forwards it.
 signal_scenario() {
     local name=$1 dumps=$2 waiting=$3
-    start "$name" 4 9 2 30
+    shift 3
+    start "$name" 4 9 2 30 "$@"
     if ! wait_lines "$name" "^ENTER 9" 4 || ! wait_lines "$name" "^HOLD" "$waiting"; then
         fail "$name: the job did not reach call 9"
         cat "$work/$name/out"
@@ -131,11 +134,17 @@ end_job
 echo "== skip (rank 2 skips call 9)"
 signal_scenario skip 4 1
 check skip 1 "rank 2 (world rank 2, host [^ ]*, pid [0-9]*) has not entered call 9 (allreduce 1000 x int32 sum)" \
+    "its last call here is call 8, done (no history"
+end_job
+
+echo "== skip, with a history (coll_gpurdma_recorder_size 32)"
+signal_scenario skip-history 4 1 --mca coll_gpurdma_recorder_size 32
+check skip-history 1 "rank 2 (world rank 2, host [^ ]*, pid [0-9]*) has not entered call 9" \
     "its last call here is call 8 (barrier), done"
 end_job
 
-echo "== count (rank 2 passes 1001 ints to call 9)"
-start count 4 9 2 30
+echo "== count (rank 2 passes 1001 ints to call 9; a finished call's mismatch needs a history)"
+start count 4 9 2 30 --mca coll_gpurdma_recorder_size 32
 if wait_lines count "^HOLD" 4; then
     sleep 0.5
     to_mpirun USR2

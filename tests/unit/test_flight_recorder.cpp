@@ -21,25 +21,45 @@ using gpurdma::obs::FlightRecorder;
 
 namespace {
 
-void one_call(FlightRecorder &r, uint64_t seq, CallState end = CallState::Done)
+// The source of a test call: its number, from which the fill makes count and bytes.
+void fill(const void *source, CallRecord *c)
 {
-    CallRecord *c = r.open(seq);
-    ASSERT_NE(c, nullptr);
+    const uint64_t seq = *static_cast<const uint64_t *>(source);
     c->count = seq * 3;
     c->bytes = seq * 12;
-    r.publish();
+}
+
+void one_call(FlightRecorder &r, uint64_t seq, CallState end = CallState::Done)
+{
+    r.open(seq, &seq, fill);
+    r.publish_open();
     r.close(seq, end);
 }
 
 }  // namespace
 
-TEST(FlightRecorder, OffRecordsNothing)
+TEST(FlightRecorder, WithoutAHistoryOnlyANotedCallInFlight)
 {
     FlightRecorder r("c", 0, 2, 0);
-    EXPECT_FALSE(r.enabled());
-    EXPECT_EQ(r.open(1), nullptr);
-    r.close(1, CallState::Done);
-    EXPECT_TRUE(r.snapshot().calls.empty());
+    EXPECT_FALSE(r.history());
+    for (uint64_t seq = 1; seq <= 3; ++seq) one_call(r, seq);
+    FlightRecorder::Snapshot s = r.snapshot();
+    EXPECT_TRUE(s.calls.empty());  // calls that ended at once: nothing but the count
+    EXPECT_EQ(s.calls_begun, 3u);
+    uint64_t seq = 4;
+    r.open(seq, &seq, fill);
+    r.note_wait("node allreduce, waiting for rank 1", 0.5);  // the fill runs now
+    s = r.snapshot();
+    ASSERT_EQ(s.calls.size(), 1u);
+    EXPECT_EQ(s.calls[0].seq, 4u);
+    EXPECT_EQ(s.calls[0].count, 12u);
+    EXPECT_EQ(s.calls[0].state, CallState::InFlight);
+    EXPECT_EQ(s.waiting_seq, 4u);
+    r.close(4, CallState::Done);  // seen in flight: its end is published too
+    s = r.snapshot();
+    ASSERT_EQ(s.calls.size(), 1u);
+    EXPECT_EQ(s.calls[0].state, CallState::Done);
+    EXPECT_EQ(s.waiting_seq, 0u);
 }
 
 TEST(FlightRecorder, KeepsTheLastCallsInOrder)
@@ -58,11 +78,38 @@ TEST(FlightRecorder, KeepsTheLastCallsInOrder)
     EXPECT_EQ(s.size, 4);
 }
 
+TEST(FlightRecorder, TheDepthIsAPowerOfTwo)
+{
+    FlightRecorder r("c", 0, 2, 5);  // rounded up to 8
+    for (uint64_t seq = 1; seq <= 20; ++seq) one_call(r, seq);
+    const FlightRecorder::Snapshot s = r.snapshot();
+    ASSERT_EQ(s.calls.size(), 8u);
+    EXPECT_EQ(s.calls.front().seq, 13u);
+    EXPECT_EQ(s.calls.back().seq, 20u);
+}
+
+TEST(FlightRecorder, ACallThatEndsAtOnceIsNotTimed)
+{
+    FlightRecorder r("c", 0, 2, 8);
+    one_call(r, 1);
+    const CallRecord c = r.snapshot().calls.at(0);
+    EXPECT_EQ(c.begin, 0u);  // no clock read on the latency path
+    EXPECT_EQ(c.end, 0u);
+    EXPECT_EQ(c.stages, 0);
+    r.set_stamp_all(true);  // a trace: every call timed
+    one_call(r, 2);
+    const CallRecord t = r.snapshot().calls.at(1);
+    EXPECT_GT(t.begin, 0u);
+    EXPECT_GE(t.end, t.begin);
+    EXPECT_EQ(t.bytes, 24u);
+}
+
 TEST(FlightRecorder, StagesAreStampedWhereTheyChange)
 {
     FlightRecorder r("c", 0, 2, 8);
-    r.open(1);
-    r.publish();
+    uint64_t one = 1;
+    r.open(1, &one, fill);
+    r.publish_open();
     const auto rs = static_cast<uint8_t>(gpurdma::plan::Phase::NodeReduceScatter);
     const auto ring = static_cast<uint8_t>(gpurdma::plan::Phase::RingReduceScatter);
     r.note_stage(rs, 1);
@@ -89,8 +136,9 @@ TEST(FlightRecorder, StagesAreStampedWhereTheyChange)
 TEST(FlightRecorder, AWaitNoteLastsWhileItsCallRuns)
 {
     FlightRecorder r("c", 0, 2, 8);
-    r.open(5);
-    r.publish();
+    uint64_t five = 5;
+    r.open(5, &five, fill);
+    r.publish_open();
     r.note_wait("ring reduce-scatter (inter-node), waiting for data from rank 1", 2.5);
     FlightRecorder::Snapshot s = r.snapshot();
     EXPECT_EQ(s.waiting_seq, 5u);
@@ -113,7 +161,7 @@ TEST(FlightRecorder, AReaderNeverSeesATornRecord)
     while (!done.load() || snapshots == 0) {
         for (const CallRecord &c : r.snapshot().calls) {
             ASSERT_EQ(c.count, c.seq * 3);
-            ASSERT_EQ(c.bytes, c.seq * 12);
+            ASSERT_TRUE(c.state == CallState::InFlight || c.state == CallState::Done);
         }
         ++snapshots;
     }
@@ -126,11 +174,12 @@ TEST(DumpService, TheDocumentNamesTheCallsAndTheWait)
     FlightRecorder r("MPI_COMM_WORLD (cid 0)", 2, 4, 8);
     gpurdma::obs::DumpService &service = gpurdma::obs::DumpService::instance();
     service.add(&r);
-    CallRecord *c = r.open(3);
-    c->count = 1000;
-    c->dtype = GPURDMA_INT32;
-    c->op = GPURDMA_SUM;
-    r.publish();
+    r.open(3, nullptr, [](const void *, CallRecord *c) {
+        c->count = 1000;
+        c->dtype = GPURDMA_INT32;
+        c->op = GPURDMA_SUM;
+    });
+    r.publish_open();
     r.note_wait("node allreduce, waiting for rank 1 on host b", 1.5);
     const std::string doc = service.document("test");
     service.remove(&r);
