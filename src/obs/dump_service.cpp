@@ -147,6 +147,7 @@ void DumpService::start(const DumpOptions &options)
         g_pipe[0] = g_pipe[1] = -1;
         return;
     }
+    watched_trigger_ = options_.trigger;
     // The thread gets no signals: the application's threads keep theirs.
     sigset_t all, before;
     sigfillset(&all);
@@ -171,9 +172,12 @@ void DumpService::start(const DumpOptions &options)
 
 void DumpService::stop()
 {
-    std::lock_guard<std::mutex> hold(lock_);
-    if (starts_ == 0 || --starts_ > 0) return;
-    if (g_owner != getpid()) return;
+    {
+        std::lock_guard<std::mutex> hold(lock_);
+        if (starts_ == 0 || --starts_ > 0) return;
+        if (g_owner != getpid()) return;
+    }
+    // Not under lock_: the thread takes it to write a dump, and is joined here.
     stop_thread();
 }
 
@@ -197,11 +201,7 @@ void DumpService::stop_thread()
 
 void DumpService::watch()
 {
-    std::string trigger;
-    {
-        std::lock_guard<std::mutex> hold(lock_);
-        trigger = options_.trigger;
-    }
+    const std::string trigger = watched_trigger_;  // set before the thread started
     // A trigger file already there at the start is not a request: only a new one (or a
     // new modification time) is.
     struct stat st {};

@@ -57,6 +57,7 @@ private:
     std::mutex lock_;  // the recorders, the options and the counts below
     std::vector<const FlightRecorder *> recorders_;
     DumpOptions options_;
+    std::string watched_trigger_;  // the thread's copy, written before it starts
     int starts_ = 0;
     std::mutex write_lock_;  // one dump at a time
     unsigned dumps_ = 0;

@@ -262,6 +262,45 @@ WANT="by halving-doubling" checked "rail stage by halving-doubling, 3 hosts, 3+1
     --quick --strict -- --host node0:3,node1:1,node2:2 --mca coll_gpurdma_rail_algorithm rhd \
     --mca coll_gpurdma_chunk_size 16384
 
+# --- g: the live dump and gpurdma-doctor across hosts: rank 3 (alone on node1) skips call
+# 9 while the others wait in it; a trigger file on the shared file system asks every
+# rank for its dump (tests/mpi/run-doctor-tests.sh has the other scenarios).
+doctor_step() {
+    local name="doctor: a rank skips a call, 3 hosts, 3+1+2 ranks"
+    selected "$name" || return 0
+    local start=$SECONDS why="" out="$log_dir/doctor.log" dumps="$log_dir/doctor-dumps" n
+    GPURDMA_CLUSTER_TIMEOUT=120 "$cluster" run --host node0:3,node1:1,node2:2 "${on[@]}" \
+        --mca coll_gpurdma_dump_dir "$dumps" --mca coll_gpurdma_dump_trigger "$log_dir/doctor-go" \
+        "$bin/doctor_check" skip 9 3 60 >"$out" 2>&1 &
+    local pid=$!
+    for _ in $(seq 600); do
+        [ "$(grep -c '^ENTER 9' "$out")" -ge 6 ] && grep -q '^HOLD rank 3' "$out" && break
+        sleep 0.1
+    done
+    sleep 1.5  # the waiters' loops note where they wait (after 10 ms)
+    touch "$log_dir/doctor-go"
+    for _ in $(seq 300); do
+        n=$(ls "$dumps"/gpurdma-*.json 2>/dev/null | wc -l)
+        [ "$n" -ge 6 ] && break
+        sleep 0.1
+    done
+    sleep 0.5
+    "$src/contrib/gpurdma-doctor" "$dumps" >"$log_dir/doctor.txt" 2>&1
+    local rc=$?
+    if [ "$n" -lt 6 ]; then
+        why="$n of 6 dumps"
+    elif [ "$rc" != 1 ]; then
+        why="gpurdma-doctor exited $rc, not 1"
+    elif ! grep -q "rank 3 (world rank 3, host node1, pid [0-9]*) has not entered call 9" "$log_dir/doctor.txt"; then
+        why="gpurdma-doctor does not name rank 3 on node1"
+    fi
+    [ -n "$why" ] && cat "$log_dir/doctor.txt" >>"$out"
+    kill "$pid" 2>/dev/null
+    wait "$pid" 2>/dev/null
+    result "$name" "$start" "$why" "$out" "$(grep -m1 'PROBLEM' "$log_dir/doctor.txt" | cut -c1-110)"
+}
+doctor_step
+
 # --- f: GPU buffers across hosts
 device_steps() {
     local device_x=() fake=$build/tests/gpu/fake start=$SECONDS

@@ -336,6 +336,15 @@ badcfg ib_gid_index -2 "ib_gid_index=-2 is not -1 or in 0..1023" used --mca coll
 badcfg ib_tc 256 "ib_tc=256 is not -1 or in 0..255" used --mca coll_gpurdma_logical_nodes 1
 badcfg ib_sl 16 "ib_sl=16 is not -1 or in 0..15" used --mca coll_gpurdma_logical_nodes 1
 badcfg ib_sl 3 "" used --mca coll_gpurdma_logical_nodes 1 --mca coll_gpurdma_ib_tc 106 --mca coll_gpurdma_ib_gid_index 3
+# The observability settings: a bad value is a warning and the default, an unwritable
+# dump folder or trigger costs nothing until a dump is asked for.
+badcfg recorder_size -1 "recorder_size=-1 is not in 0..65536" used
+badcfg recorder_size 100000 "recorder_size=100000 is not in 0..65536" used
+badcfg dump_signal 99 "dump_signal=99 is not in 0..64" used
+badcfg dump_signal 9 "" used
+badcfg dump_dir /proc/no/such/folder "" used
+badcfg dump_trigger /proc/no/such/file "" used
+badcfg dump_on_timeout 2 "dump_on_timeout=2 is not 0 or 1" used
 
 # ------------------------------------------------------------------ exhaustion
 if selected "exhaustion: tiny /dev/shm"; then
