@@ -12,10 +12,7 @@
 #include "core/counters.h"
 #include "gpu/buffer_query.h"
 #include "gpu/default_streams.h"
-#include "obs/clock_alignment.h"
 #include "obs/dump_service.h"
-#include "obs/ticks.h"
-#include "obs/trace_writer.h"
 #include "plan/collective.h"
 #include "reduce/reduce.h"
 
@@ -83,11 +80,7 @@ gpurdma_comm::~gpurdma_comm()
         for (gpurdma_request *r : persistent_) r->comm = nullptr;  // the caller frees them later
         persistent_.clear();
     }
-    if (size > 1 && !context->trace_dir.empty() && calls_begun_ > 0) {
-        std::string why;
-        if (gpurdma::obs::write_trace(context->trace_dir, recorder_, &why).empty())
-            context->log.log(1, "%s: no trace written: %s", name.c_str(), why.c_str());
-    }
+    trace_record();
     // Per-communicator counters: set-up work happens once, never per call.
     const uint64_t others = stats.reduce_scatter_calls + stats.allgather_calls + stats.bcast_calls +
                             stats.reduce_calls + stats.barrier_calls;
@@ -146,16 +139,7 @@ Status gpurdma_comm::ensure_host_team()
         return Status::unsupported(st.message());
     }
     selector_ = std::make_unique<gpurdma::algo::Selector>(*team_);
-    recorder_.set_hosts(team_->hosts());
-    if (!context->trace_dir.empty()) {
-        // Every rank alike (trace_dir is agreed, recorder_size is not): the trace's
-        // clocks, against rank 0's.
-        const gpurdma::obs::ClockAlignment clock =
-            gpurdma::obs::align_clock(rank, size, [this](const void *send, void *recv, size_t bytes) {
-                return bootstrap.allgather(send, recv, bytes, bootstrap.arg) == 0;
-            });
-        if (clock.measured) recorder_.set_clock(clock.offset_s, clock.error_s, clock.epoch_s);
-    }
+    set_up_record();
     tally(&gpurdma_comm_stats_t::setups);
     if (team_->uses_ucx()) tally(&gpurdma_comm_stats_t::registrations);
     if (team_->node_memory()) tally(&gpurdma_comm_stats_t::shm_segments);
@@ -253,35 +237,6 @@ void gpurdma_comm::conclude(gpurdma_request &r, State state, const Status &resul
                                                                      "be staged: the host path declined at set-up")
                           : result;
     report(r, fail(st.code(), st.message()));
-}
-
-void gpurdma_comm::tally_stages(const gpurdma::obs::CallRecord &record)
-{
-    using gpurdma::plan::Phase;
-    using Field = uint64_t gpurdma_comm_stats_t::*;
-    const double us_per_tick = gpurdma::obs::TickClock::process().seconds_per_tick() * 1e6;
-    for (int i = 0; i < record.stages && i < gpurdma::obs::CallRecord::kStages; ++i) {
-        const gpurdma::obs::StageSpan &s = record.stage[i];
-        Field time = nullptr, sent = nullptr;
-        switch (static_cast<Phase>(s.phase)) {
-            case Phase::NodeReduceScatter:
-                time = &gpurdma_comm_stats_t::stage_node_reduce_scatter_us;
-                sent = &gpurdma_comm_stats_t::stage_node_reduce_scatter_bytes;
-                break;
-            case Phase::NodeAllgather:
-                time = &gpurdma_comm_stats_t::stage_node_allgather_us;
-                sent = &gpurdma_comm_stats_t::stage_node_allgather_bytes;
-                break;
-            case Phase::StageOut:
-            case Phase::StageBack: time = &gpurdma_comm_stats_t::stage_gpu_copy_us; break;
-            case Phase::Local:
-            case Phase::Calibration: break;
-            default: time = &gpurdma_comm_stats_t::stage_rail_us; sent = &gpurdma_comm_stats_t::stage_rail_bytes;
-        }
-        if (time && s.end > s.begin)
-            tally(time, static_cast<uint64_t>(static_cast<double>(s.end - s.begin) * us_per_tick));
-        if (sent && s.bytes) tally(sent, s.bytes);
-    }
 }
 
 void gpurdma_comm::enqueue(gpurdma_request &r)

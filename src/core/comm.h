@@ -148,6 +148,10 @@ private:
     void tally(uint64_t gpurdma_comm_stats_t::*field, uint64_t n = 1);
     // The flight record of a call (obs::FlightRecorder::Fill; source: its request).
     static void fill_record(const void *source, gpurdma::obs::CallRecord *record);
+    // After the host team's set-up: the record's hosts, and the trace's clock (every rank).
+    void set_up_record();
+    // At the free: the record as a trace, where one is asked for.
+    void trace_record();
     // A finished call's stages (its flight record) to the per-stage counters.
     void tally_stages(const gpurdma::obs::CallRecord &record);
 

@@ -167,21 +167,6 @@ State gpurdma_comm::begin_staged(gpurdma_request &r)
     return State::Running;
 }
 
-void gpurdma_comm::fill_record(const void *source, gpurdma::obs::CallRecord *rec)
-{
-    const gpurdma_request &r = *static_cast<const gpurdma_request *>(source);
-    rec->coll = static_cast<uint8_t>(r.call.coll);
-    rec->count = r.call.count;
-    rec->bytes = gpurdma::algo::total_count(r.call, r.comm->size) * gpurdma::reduce::dtype_size(r.call.dtype);
-    rec->dtype = static_cast<uint8_t>(r.call.dtype);
-    rec->op = static_cast<uint8_t>(r.call.op);
-    const bool rooted = r.call.coll == gpurdma::plan::Coll::Bcast || r.call.coll == gpurdma::plan::Coll::Reduce;
-    rec->root = rooted ? r.call.root : -1;
-    rec->kind = static_cast<uint8_t>(r.kind);
-    rec->barrier = r.call.barrier;
-    rec->path = static_cast<uint8_t>(r.device ? gpurdma::obs::RecorderPath::Device : gpurdma::obs::RecorderPath::Host);
-}
-
 State gpurdma_comm::begin(gpurdma_request &r)
 {
     if (gpurdma::algo::nothing_to_do(r.call, size)) {  // nothing to move; it still takes its turn

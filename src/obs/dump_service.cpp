@@ -13,6 +13,7 @@
 #include <cstring>
 
 #include "gpurdma/gpurdma.h"
+#include "obs/file_write.h"
 #include "obs/json.h"
 #include "obs/process_id.h"
 #include "obs/ticks.h"
@@ -290,26 +291,7 @@ std::string DumpService::write_to(const std::string &dir, const char *reason, st
         return "";
     }
     std::lock_guard<std::mutex> one(write_lock_);
-    if (mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
-        if (why) *why = "cannot make " + dir + ": " + std::strerror(errno);
-        return "";
-    }
-    const std::string path = dir + "/gpurdma-" + host_name() + "-" + std::to_string(getpid()) + ".json";
-    const std::string part = path + ".part";
-    const std::string text = document(reason);
-    FILE *f = std::fopen(part.c_str(), "w");
-    if (!f) {
-        if (why) *why = "cannot write " + part + ": " + std::strerror(errno);
-        return "";
-    }
-    const bool written = std::fwrite(text.data(), 1, text.size(), f) == text.size();
-    if (std::fclose(f) != 0 || !written || std::rename(part.c_str(), path.c_str()) != 0) {
-        if (why) *why = "cannot write " + path + ": " + std::strerror(errno);
-        (void)std::remove(part.c_str());
-        return "";
-    }
-    ++dumps_;
-    return path;
+    return write_file(dir, "gpurdma-" + host_name() + "-" + std::to_string(getpid()) + ".json", document(reason), why);
 }
 
 std::string DumpService::write_on_timeout()

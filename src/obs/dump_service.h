@@ -60,7 +60,6 @@ private:
     std::string watched_trigger_;  // the thread's copy, written before it starts
     int starts_ = 0;
     std::mutex write_lock_;  // one dump at a time
-    unsigned dumps_ = 0;
 };
 
 }  // namespace gpurdma::obs

@@ -73,8 +73,8 @@ void FlightRecorder::publish_timed()
     const size_t used = 5 + current_.stages * sizeof(StageSpan) / sizeof(uint64_t);
     const uint32_t v = t.version.load(std::memory_order_relaxed);
     t.version.store(v + 1, std::memory_order_relaxed);
-    std::atomic_thread_fence(std::memory_order_release);
-    for (size_t i = 0; i < used; ++i) t.words[i].store(words[i], std::memory_order_relaxed);
+    // Release on each word: a reader that sees one also sees the odd version before it.
+    for (size_t i = 0; i < used; ++i) t.words[i].store(words[i], std::memory_order_release);
     t.version.store(v + 2, std::memory_order_release);
 }
 
@@ -172,8 +172,8 @@ FlightRecorder::Snapshot FlightRecorder::snapshot() const
         for (int attempt = 0; attempt < 1000; ++attempt) {
             const uint64_t key = slot.key.load(std::memory_order_acquire);
             if (key == 0) break;  // empty, or being written (then it is the call in flight, seen next time)
-            const uint64_t value = slot.value.load(std::memory_order_relaxed);
-            std::atomic_thread_fence(std::memory_order_acquire);
+            // Acquire: the key's second read comes after the value's.
+            const uint64_t value = slot.value.load(std::memory_order_acquire);
             if (slot.key.load(std::memory_order_relaxed) != key) continue;
             CallRecord r;
             unpack(key, value, &r);
@@ -190,8 +190,7 @@ FlightRecorder::Snapshot FlightRecorder::snapshot() const
                 const uint32_t v1 = t.version.load(std::memory_order_acquire);
                 if (v1 & 1u) continue;
                 uint64_t words[kTimedWords];
-                for (size_t i = 0; i < kTimedWords; ++i) words[i] = t.words[i].load(std::memory_order_relaxed);
-                std::atomic_thread_fence(std::memory_order_acquire);
+                for (size_t i = 0; i < kTimedWords; ++i) words[i] = t.words[i].load(std::memory_order_acquire);
                 if (t.version.load(std::memory_order_relaxed) != v1) continue;
                 if (words[0] == r.seq) {  // this call's (not an older one's in the same place)
                     r.bytes = words[1];

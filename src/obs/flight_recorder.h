@@ -163,9 +163,10 @@ private:
         // The two words; the timed part only for a timed call (never the latency path).
         if (path_ != RecorderPath::Unknown) current_.path = static_cast<uint8_t>(path_);
         Slot &slot = ring_[current_.seq & (depth_ - 1)];
+        // Release on the value: a reader that sees it also sees the key's 0 before it (and
+        // so a changed key afterwards). Plain stores on x86; no fence, which TSan can't model.
         slot.key.store(0, std::memory_order_relaxed);
-        std::atomic_thread_fence(std::memory_order_release);
-        slot.value.store(pack_value(current_), std::memory_order_relaxed);
+        slot.value.store(pack_value(current_), std::memory_order_release);
         slot.key.store(pack_key(current_), std::memory_order_release);
         if (current_.begin) publish_timed();
     }

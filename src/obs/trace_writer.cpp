@@ -1,15 +1,12 @@
 #include "obs/trace_writer.h"
 
-#include <errno.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
-#include <cstdio>
 #include <cstdlib>
-#include <cstring>
 
 #include "gpurdma/gpurdma.h"
+#include "obs/file_write.h"
 #include "obs/json.h"
 #include "obs/process_id.h"
 #include "obs/ticks.h"
@@ -96,26 +93,12 @@ std::string write_trace(const std::string &dir, const FlightRecorder &recorder, 
 {
     static std::atomic<int> traced{0};
     const int index = traced.fetch_add(1);
-    if (mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
-        if (why) *why = "cannot make " + dir + ": " + std::strerror(errno);
-        return "";
-    }
     const std::string host = host_name();
     const char *world = world_rank_text();
     const std::string text = trace_document(recorder.snapshot(), *world ? std::atoi(world) : -1, host, index);
-    const std::string path =
-        dir + "/gpurdma-trace-" + host + "-" + std::to_string(getpid()) + "-" + std::to_string(index) + ".json";
-    FILE *f = std::fopen(path.c_str(), "w");
-    if (!f) {
-        if (why) *why = "cannot write " + path + ": " + std::strerror(errno);
-        return "";
-    }
-    const bool written = std::fwrite(text.data(), 1, text.size(), f) == text.size();
-    if (std::fclose(f) != 0 || !written) {
-        if (why) *why = "cannot write " + path + ": " + std::strerror(errno);
-        return "";
-    }
-    return path;
+    return write_file(dir,
+                      "gpurdma-trace-" + host + "-" + std::to_string(getpid()) + "-" + std::to_string(index) + ".json",
+                      text, why);
 }
 
 }  // namespace gpurdma::obs
