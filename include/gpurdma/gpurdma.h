@@ -212,6 +212,8 @@ typedef struct gpurdma_config {
     const char *dump_trigger; /* a file whose appearance asks for a dump; "": none */
     int dump_on_timeout; /* 1: a call that times out writes the dump before its error */
     const char *trace_dir; /* "": no trace; else each communicator's record as Chrome trace events, at its free */
+    const char *fabric_topology; /* a Slurm topology.conf naming each node's switches; "": Slurm's
+                                 SLURM_TOPOLOGY_ADDR if set, else the fabric is unknown */
     int threads; /* 1: several threads may call into the context at once (MPI_THREAD_MULTIPLE): UCX's
                                  worker is created thread-safe. Not a parameter: the caller's thread level */
     gpurdma_log_fn_t log; /* may be NULL */

@@ -11,14 +11,16 @@
 #include "base/text.h"
 #include "exec/channel_release.h"
 #include "plan/neighbors.h"
+#include "topo/fabric_order.h"
 
 namespace gpurdma::algo {
 
 namespace {
 
-// 9: the media records of pooled memory (the node memory's source, a UCX landing slice's
-// region); 8 added rail_unit and rail_algorithm to the agreed parameters.
-constexpr uint32_t kWireVersion = 9;
+// 10: each rank's fabric address; 9: the media records of pooled memory (the node memory's
+// source, a UCX landing slice's region); 8 added rail_unit and rail_algorithm to the agreed
+// parameters.
+constexpr uint32_t kWireVersion = 10;
 
 // A rank's placement from its set-up record: CPU list, cgroup, job processes, host CPUs.
 bool read_placement(wire::Reader &rd, topo::RankPlacement *p)
@@ -87,6 +89,7 @@ Status HostTeam::agree_on_placement()
     w.str(setup_.host);
     w.str(setup_.node);
     w.str(setup_.rail_device);
+    w.str(setup_.fabric_address);
     w.str(topo::format_cpu_list(topo::own_cpus()));
     w.str(setup_.cgroup);
     w.u32(static_cast<uint32_t>(std::max(0, cfg.local_processes)));
@@ -97,13 +100,14 @@ Status HostTeam::agree_on_placement()
     hosts_.assign(n, "?");
     nodes_.assign(n, "");
     rails_.assign(n, "");
+    std::vector<std::string> addresses(n);
     std::vector<topo::RankPlacement> placements(n);
     for (size_t r = 0; r < n; ++r) {
         wire::Reader rd(records[r]);
         uint32_t version = 0;
         std::string differing;
         const bool readable = rd.u32(&version) && version == kWireVersion && setup_.compare_agreed(rd, &differing) &&
-                              rd.str(&hosts_[r]) && rd.str(&nodes_[r]) && rd.str(&rails_[r]) &&
+                              rd.str(&hosts_[r]) && rd.str(&nodes_[r]) && rd.str(&rails_[r]) && rd.str(&addresses[r]) &&
                               read_placement(rd, &placements[r]);
         if (!readable) return Status::unsupported("rank " + std::to_string(r) + " runs another gpurdma version");
         // Everything that shapes the plan must be the same on every rank.
@@ -114,6 +118,7 @@ Status HostTeam::agree_on_placement()
                                        differing + ")");
     }
     topo_ = topo::build_topology(nodes_);
+    order_by_fabric(addresses);
     // A rail exchange's sends ahead of its receives: never more than the landing slots of
     // any channel it may use (deadlock-free; plan/halving_doubling.h).
     plan_.rail_window = std::min(rail_slots(), std::max(1, setup_.config->slots));
@@ -186,6 +191,28 @@ void HostTeam::set_calibrated(const plan::CostModel &model, double ms)
 {
     plan_.model = model;
     calibration_ms_ = ms;
+}
+
+void HostTeam::order_by_fabric(const std::vector<std::string> &address_of_rank)
+{
+    // A node's address is its first rank's: every rank reads the same records, so every
+    // rank numbers the nodes alike.
+    std::vector<std::string> address;
+    for (const auto &m : topo_.members) address.push_back(address_of_rank[static_cast<size_t>(m[0])]);
+    const std::vector<int> order = topo::fabric_order(address);
+    if (topo_.nodes() < 2) return;
+    if (order.empty()) {
+        const size_t known = static_cast<size_t>(
+            std::count_if(address.begin(), address.end(), [](const std::string &a) { return !a.empty(); }));
+        fabric_ = known == 0 ? "fabric unknown: nodes in rank order"
+                             : "fabric known for " + std::to_string(known) + " of " + std::to_string(address.size()) +
+                                   " nodes: nodes in rank order";
+        return;
+    }
+    topo::reorder_nodes(&topo_, order);
+    std::vector<std::string> ordered;
+    for (int old : order) ordered.push_back(address[static_cast<size_t>(old)]);
+    fabric_ = "nodes in fabric order: " + topo::describe_fabric(topo_, ordered);
 }
 
 void HostTeam::decide_waits(const std::vector<topo::RankPlacement> &placements)

@@ -46,6 +46,7 @@ struct HostSetup {
     plan::PlanParams plan;  // the context's (calibration may change its model)
     std::string host;  // this host
     std::string node;  // this process's node: the host or "host#k"
+    std::string fabric_address;  // the switches above this host ("s0.s3"; "" unknown)
     std::string rail_device;  // this process's NIC ("" = UCX's choice)
     std::string cgroup;  // the cgroup that limits this process's CPUs
     int host_cpus = 0;  // CPUs that cgroup gives it
@@ -84,6 +85,9 @@ public:
 
     // Every host's wait decision and why, for the set-up line ("wait on a: spin: ...").
     std::string describe_waits() const;
+    // How the nodes are numbered: "nodes in fabric order: 4 nodes under 2 leaf switches
+    // (s1: 2, s2: 2)", or why they keep rank order; "" on one node.
+    const std::string &describe_fabric() const { return fabric_; }
     // The wait loop for this communicator's calls: its host's policy, UCX progress if used.
     const exec::ProgressLoop &loop() const { return *loop_; }
 
@@ -113,6 +117,8 @@ private:
     Status agree_on_placement();  // round 1
     Status connect_media();  // rounds 2 and 3
     void decide_waits(const std::vector<topo::RankPlacement> &placements);
+    // Renumbers the nodes by where they sit in the switch fabric (topo/fabric_order.h).
+    void order_by_fabric(const std::vector<std::string> &address_of_rank);
     // Before the media go: peers return our landing slots and our UCX requests finish
     // (exec/channel_release.h), under the wait loop, bounded by min(5 s, the timeout).
     void release_channels();
@@ -124,6 +130,7 @@ private:
     std::vector<std::string> hosts_;
     std::vector<std::string> nodes_;
     std::vector<std::string> rails_;
+    std::string fabric_;  // describe_fabric()
     topo::Topology topo_;
     std::map<std::string, topo::WaitDecision> waits_;  // host -> how its ranks wait
     std::optional<exec::ProgressLoop> loop_;

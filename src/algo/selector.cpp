@@ -114,6 +114,7 @@ void Selector::log_summary(double ms) const
             plan::describe(p.model).c_str(), format_bytes(p.chunk_size).c_str(), slots, team_.rail_slots(),
             team_.describe_waits().c_str(), ms);
     if (topo.nodes() < 2) return;
+    log.log(1, "%s: %s", s.name.c_str(), team_.describe_fabric().c_str());
     if (topo.max_ppn() > 1)
         log.log(1, "%s: rail stage between nodes (a float message's slices): %s", s.name.c_str(),
                 plan::describe_rail_plan(topo, p).c_str());

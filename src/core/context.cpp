@@ -11,6 +11,7 @@
 #include "plan/rail_choice.h"
 #include "topo/nic.h"
 #include "topo/placement.h"
+#include "topo/switch_topology.h"
 #include "topo/topology.h"
 
 gpurdma_context::gpurdma_context(const gpurdma_config_t &c)
@@ -25,6 +26,7 @@ gpurdma_context::gpurdma_context(const gpurdma_config_t &c)
       dump_dir(c.dump_dir ? c.dump_dir : ""),
       dump_trigger(c.dump_trigger ? c.dump_trigger : ""),
       trace_dir(c.trace_dir ? c.trace_dir : ""),
+      fabric_topology(c.fabric_topology ? c.fabric_topology : ""),
       log(c.log, c.verbose),
       engine(gpurdma::exec::ProgressPacing{c.progress_thread != 0, c.progress_thread_pause_us,
                                            c.progress_thread_grace_us, c.progress_thread_linger_us},
@@ -45,6 +47,7 @@ gpurdma_context::gpurdma_context(const gpurdma_config_t &c)
     config.dump_dir = dump_dir.c_str();
     config.dump_trigger = dump_trigger.c_str();
     config.trace_dir = trace_dir.c_str();
+    config.fabric_topology = fabric_topology.c_str();
     // The live dump (signal, trigger file, timeouts): one per process, counted by contexts.
     gpurdma::obs::DumpOptions dump;
     dump.dir = dump_dir;
@@ -70,6 +73,12 @@ gpurdma::Status gpurdma_context::create(const gpurdma_config_t &c, std::unique_p
         gpurdma::topo::logical_node(ctx->host, ctx->logical_nodes, cfg.local_rank, cfg.local_processes, &warning);
     // One process per host says it (every process would reach the same verdict).
     if (!warning.empty() && cfg.local_rank <= 0) ctx->log.log(0, "%s", warning.c_str());
+    const gpurdma::topo::FabricAddress fabric = gpurdma::topo::find_fabric_address(ctx->fabric_topology, ctx->host);
+    ctx->fabric_address = fabric.address;
+    if (!fabric.warning.empty() && cfg.local_rank <= 0) ctx->log.log(0, "%s", fabric.warning.c_str());
+    if (!fabric.address.empty() && cfg.local_rank <= 0)
+        ctx->log.log(2, "host %s sits under switches %s (%s)", ctx->host.c_str(), fabric.address.c_str(),
+                     fabric.source.c_str());
     ctx->host_cpus = gpurdma::topo::host_cpu_budget();
     ctx->cgroup = gpurdma::topo::own_cgroup();
     gpurdma::plan::PlanParams &plan = ctx->plan;
@@ -131,6 +140,7 @@ gpurdma::algo::HostSetup gpurdma_context::host_setup()
     s.plan = plan;
     s.host = host;
     s.node = node;
+    s.fabric_address = fabric_address;
     s.rail_device = rail_device;
     s.cgroup = cgroup;
     s.host_cpus = host_cpus;

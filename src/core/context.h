@@ -27,9 +27,11 @@ struct gpurdma_context {
     std::string dump_dir;  // coll_gpurdma_dump_dir as given
     std::string dump_trigger;  // coll_gpurdma_dump_trigger as given
     std::string trace_dir;  // coll_gpurdma_trace_dir as given
+    std::string fabric_topology;  // coll_gpurdma_fabric_topology as given
     std::string rail_device;  // the NIC this process uses between nodes ("" = UCX's choice)
     std::string host;  // this host's name
     std::string node;  // this process's node: the host, or its logical node ("host#k")
+    std::string fabric_address;  // the switches above this host ("s0.s3"; "" unknown)
     int host_cpus = 0;  // CPUs this process's cgroup gives it (cpuset, quota), for the wait policy
     std::string cgroup;  // that cgroup: ranks in different ones have budgets of their own
     gpurdma::plan::PlanParams plan;

@@ -290,6 +290,14 @@ const gpurdma_param_info_t kTable[] = {
          "communicator and process, in microseconds of the communicator's rank 0 clock (each rank's offset "
          "measured at set-up: three allgather rounds, only when tracing). contrib/trace-plot.py merges and "
          "draws them. Empty: no trace. All ranks must agree"),
+    // Read by the core when the context starts (topo::find_fabric_address), one warning per host.
+    text("fabric_topology", FIELD(fabric_topology), "", nullptr, nullptr, kLocal, 5,
+         "A file in Slurm's topology.conf format (SwitchName=, Nodes=, Switches=) that says which switches "
+         "each host sits under. The nodes of a communicator are then ordered so that nodes under one leaf "
+         "switch are neighbours in every ring, and halving-doubling's first exchanges stay under one leaf. "
+         "Empty: SLURM_TOPOLOGY_ADDR (and its _PATTERN), which srun sets with TopologyPlugin=topology/tree; "
+         "without either, nodes keep the order of their lowest rank. The order is used only when every "
+         "node's switches are known; each rank reports its own node's"),
     number("dump_on_timeout", INT, FIELD(dump_on_timeout), 1, in(0, 1, "is not 0 or 1"), kLocal, 5,
            "1: a call that times out (coll_gpurdma_timeout) writes the dump before it returns its error, and "
            "the error names the file; 0: it does not"),

@@ -262,6 +262,24 @@ WANT="by halving-doubling" checked "rail stage by halving-doubling, 3 hosts, 3+1
     --quick --strict -- --host node0:3,node1:1,node2:2 --mca coll_gpurdma_rail_algorithm rhd \
     --mca coll_gpurdma_chunk_size 16384
 
+# --- e3: nodes ordered by the switch fabric (coll_gpurdma_fabric_topology, Slurm's
+# topology.conf format): node0 and node2 under leafA, node1 under leafB, so the rails
+# run node0 -> node2 -> node1, not in rank order; results checked, by ring and by
+# halving-doubling (whose first exchange then pairs node0 with node2).
+cat >"$log_dir/topology.conf" <<'TOPOLOGY'
+# as a site's slurm.conf would have it with TopologyPlugin=topology/tree
+SwitchName=leafA Nodes=node[0,2]
+SwitchName=leafB Nodes=node1
+SwitchName=spine Switches=leafA,leafB
+TOPOLOGY
+WANT="nodes in fabric order: 3 nodes under 2 leaf switches (leafA: 2, leafB: 1)" checked \
+    "fabric order from topology.conf, 3 hosts, 3+1+2 ranks" 3 180 collectives_check --lite -- \
+    --host node0:3,node1:1,node2:2 --mca op ^avx --mca coll_gpurdma_fabric_topology "$log_dir/topology.conf"
+WANT="nodes in fabric order: 3 nodes under 2 leaf switches (leafA: 2, leafB: 1)" checked \
+    "fabric order, halving-doubling, 3 hosts, 3+1+2 ranks" 3 180 allreduce_check --quick --strict -- \
+    --host node0:3,node1:1,node2:2 --mca coll_gpurdma_rail_algorithm rhd --mca coll_gpurdma_chunk_size 16384 \
+    --mca coll_gpurdma_fabric_topology "$log_dir/topology.conf"
+
 # --- g: the live dump and gpurdma-doctor across hosts: rank 3 (alone on node1) skips call
 # 9 while the others wait in it; a trigger file on the shared file system asks every
 # rank for its dump (tests/mpi/run-doctor-tests.sh has the other scenarios).

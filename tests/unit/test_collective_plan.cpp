@@ -15,6 +15,7 @@
 #include "reduce/reduce.h"
 #include "support/shapes.h"
 #include "support/simulator.h"
+#include "topo/fabric_order.h"
 
 using gpurdma::plan::Coll;
 using gpurdma::plan::CollShape;
@@ -48,6 +49,14 @@ std::vector<Named> topologies()
     out.push_back({"2+1+2+1+1", nodes_of({2, 1, 2, 1, 1})});
     out.push_back({"1+3 interleaved", nodes_of({1, 3}, true)});
     out.push_back({"3+2+1 interleaved", nodes_of({3, 2, 1}, true)});
+    // Nodes renumbered by where they sit in the fabric (topo/fabric_order.h): node k is no
+    // longer the node of the k-th lowest rank.
+    Topology fabric = nodes_of({2, 1, 2, 1, 1});
+    gpurdma::topo::reorder_nodes(&fabric, {3, 0, 4, 1, 2});
+    out.push_back({"2+1+2+1+1 in fabric order", fabric});
+    fabric = nodes_of({3, 2, 1}, true);
+    gpurdma::topo::reorder_nodes(&fabric, {2, 0, 1});
+    out.push_back({"3+2+1 interleaved, fabric order", fabric});
     return out;
 }
 

@@ -9,6 +9,7 @@
 #include "reduce/reduce.h"
 #include "support/shapes.h"
 #include "support/simulator.h"
+#include "topo/fabric_order.h"
 
 using gpurdma::plan::Algorithm;
 using gpurdma::plan::PlanParams;
@@ -171,6 +172,25 @@ TEST(Hierarchical, RegularAndIrregularShapes)
             for (size_t count : {1ul, 7ul, 16ul, 17ul, 63ul, 64ul, 65ul, 129ul, 1000ul})
                 for (int slots : {1, 2, 4})
                     check_topology(nodes_of(shape, interleave), count, p, slots, (count & 1) != 0);
+}
+
+// Nodes renumbered by the fabric (topo/fabric_order.h): every rail algorithm walks node
+// indices, which no longer follow the ranks.
+TEST(Hierarchical, NodesInFabricOrder)
+{
+    PlanParams p;
+    p.algorithm = Algorithm::Hierarchical;
+    p.chunk_size = 64;
+    p.small_msg_max = 32;
+    gpurdma::topo::Topology t = nodes_of({2, 3, 2, 1, 2, 2}, true);
+    gpurdma::topo::reorder_nodes(&t, gpurdma::topo::fabric_order({"a.l1", "b.l3", "a.l2", "a.l1", "b.l3", "a.l2"}));
+    ASSERT_EQ(t.node_names.size(), 6u);
+    for (Algorithm rail :
+         {Algorithm::Auto, Algorithm::Ring, Algorithm::RecursiveDoubling, Algorithm::HalvingDoubling}) {
+        p.rail_algorithm = rail;
+        for (size_t count : {1ul, 17ul, 129ul, 1000ul})
+            for (int slots : {1, 3}) check_topology(t, count, p, slots, (count & 1) != 0);
+    }
 }
 
 TEST(Hierarchical, AutoPicksItAcrossNodes)
