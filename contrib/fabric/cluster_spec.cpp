@@ -9,6 +9,8 @@
 #include <random>
 #include <sstream>
 
+#include "topo/fabric_order.h"
+
 namespace gpurdma::fabric {
 
 namespace {
@@ -73,12 +75,40 @@ std::vector<int> ClusterSpec::host_of_node() const
     return hosts;
 }
 
+std::vector<std::string> ClusterSpec::leaf_addresses() const
+{
+    std::vector<std::string> out;
+    for (int host : host_of_node()) out.push_back("leaf" + std::to_string(host / hosts_per_leaf));
+    return out;
+}
+
+std::vector<int> ClusterSpec::node_order() const
+{
+    std::vector<int> order;
+    if (topology_known) order = topo::fabric_order(leaf_addresses());
+    if (order.empty()) {
+        order.resize(static_cast<size_t>(nodes));
+        std::iota(order.begin(), order.end(), 0);
+    }
+    return order;
+}
+
+std::vector<int> ClusterSpec::host_of_index() const
+{
+    const std::vector<int> host = host_of_node();
+    std::vector<int> out;
+    for (int n : node_order()) out.push_back(host[static_cast<size_t>(n)]);
+    return out;
+}
+
 std::string ClusterSpec::describe() const
 {
     std::ostringstream o;
     o << nodes << " nodes x " << gpus_per_node << " GPUs, " << gpus_per_node << " rails of " << nic_gbps
       << " Gb/s; per rail a two-tier fat tree: " << (nodes + hosts_per_leaf - 1) / hosts_per_leaf << " leaves of "
-      << hosts_per_leaf << " nodes (" << placement << " placement), " << spines << " spines, " << link_delay_us
+      << hosts_per_leaf << " nodes (" << placement << " placement, topology "
+      << (topology_known ? "known: nodes in fabric order" : "unknown: nodes in rank order") << "), "
+      << rail_qps << (rail_qps == 1 ? " QP" : " QPs") << " per rail peer, " << spines << " spines, " << link_delay_us
       << " us per link; "
       << (nvlink_gbps > 0 ? "node stages at " + std::to_string(static_cast<int>(nvlink_gbps)) + " GB/s per GPU"
                           : std::string("node stages not modelled"))
@@ -131,6 +161,13 @@ bool set_cluster_key(ClusterSpec *s, const std::string &key, const std::string &
          [&] {
              if (value != "linear" && value != "random") return false;
              s->placement = value;
+             return true;
+         }},
+        {"rail_qps", [&] { return integer(&s->rail_qps, 1); }},
+        {"topology",
+         [&] {
+             if (value != "known" && value != "unknown") return false;
+             s->topology_known = value == "known";
              return true;
          }},
         {"mtu",

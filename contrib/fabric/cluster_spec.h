@@ -27,12 +27,26 @@ struct ClusterSpec {
     // neighbours mostly on one leaf) or "random" (a job scheduler's scattered allocation,
     // seeded by `seed`: most ring neighbours across the spines, ECMP collisions among them).
     std::string placement = "linear";
+    // Whether gpurdma knows which leaf each node sits under (Slurm's topology.conf or
+    // SLURM_TOPOLOGY_ADDR, coll_gpurdma_fabric_topology): it then numbers the nodes of one
+    // leaf next to each other (topo/fabric_order.h). "unknown": nodes in rank order.
+    bool topology_known = true;
+    // gpurdma's coll_gpurdma_rail_qps: a rail peer's writes striped over this many QPs
+    // (slot by slot), each hashed by ECMP on its own; its automatic value across hosts.
+    int rail_qps = 2;
     FabricParams fabric;  // buffer, ECN, PFC, DCQCN (link rate and delay set from above)
 
     // The fabric parameters with the link rate and delay above filled in.
     FabricParams params() const;
     // The plane host of each node (a permutation of 0 .. nodes-1, by placement).
     std::vector<int> host_of_node() const;
+    // Each node's address as Slurm would give it ("leaf3"), by node.
+    std::vector<std::string> leaf_addresses() const;
+    // The order gpurdma numbers the nodes in: topo::fabric_order of the leaves when the
+    // topology is known, else rank order.
+    std::vector<int> node_order() const;
+    // The plane host of the node gpurdma numbers k (host_of_node in node_order).
+    std::vector<int> host_of_index() const;
     std::string describe() const;
 };
 

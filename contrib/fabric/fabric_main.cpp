@@ -430,12 +430,13 @@ int run_plan(const Options &o, const ClusterSpec &spec)
         std::snprintf(
             line, sizeof line,
             "summary: size=%zu choice=%s time_us=%.1f ideal_us=%.1f best=%s/%zu/%zu/%d best_us=%.1f "
-            "mem_per_rank_mib=%.1f",
+            "mem_per_rank_mib=%.1f pfc_pause_us=%.0f order=%s",
             size,
             gpurdma::plan::algorithm_name(gpurdma::plan::choose_algorithm(
                 cluster_topology(spec), size, planner_params(spec, kDefaultChunk, default_slots, RailPlan{}, size))),
             mine.ok ? mine.time_us : -1.0, mine.ideal_us, best->rail.name().c_str(), best->unit, best->chunk,
-            best->slots, best->ok ? best->time_us : -1.0, memory_per_rank_mib(spec, kDefaultChunk, default_slots));
+            best->slots, best->ok ? best->time_us : -1.0, memory_per_rank_mib(spec, kDefaultChunk, default_slots),
+            mine.paused_us, spec.topology_known ? "fabric" : "rank");
         summaries.push_back(line);
     }
     std::printf("\n");

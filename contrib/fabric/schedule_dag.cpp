@@ -7,6 +7,7 @@
 #include "plan/planner.h"
 #include "plan/rail.h"
 #include "plan/rail_choice.h"
+#include "topo/fabric_order.h"
 #include "topo/topology.h"
 
 namespace gpurdma::fabric {
@@ -52,7 +53,9 @@ topo::Topology cluster_topology(const ClusterSpec &spec)
     std::vector<std::string> nodes;
     for (int n = 0; n < spec.nodes; ++n)
         for (int g = 0; g < spec.gpus_per_node; ++g) nodes.push_back("node" + std::to_string(n));
-    return topo::build_topology(nodes);
+    topo::Topology t = topo::build_topology(nodes);
+    topo::reorder_nodes(&t, spec.node_order());  // as the component numbers them (algo/host_team.cpp)
+    return t;
 }
 
 size_t slice_bytes_of(const ClusterSpec &spec, size_t bytes)
@@ -132,7 +135,7 @@ ScheduleDag build_rail_dag(const ClusterSpec &spec, const RailPlan &rail, size_t
 {
     const plan::PlanParams params = planner_params(spec, chunk, rail_slots, rail, bytes);
     const std::vector<PlaneProgram> programs = plane_programs(spec, params, bytes);
-    const std::vector<int> place = spec.host_of_node();
+    const std::vector<int> place = spec.host_of_index();
     const int hosts = spec.nodes;
     ScheduleDag dag;
     dag.slice_bytes = bytes / static_cast<size_t>(spec.gpus_per_node);
@@ -150,6 +153,10 @@ ScheduleDag build_rail_dag(const ClusterSpec &spec, const RailPlan &rail, size_t
     };
     std::vector<std::vector<Slot>> at(static_cast<size_t>(hosts));
     std::map<std::pair<int, int>, std::vector<MessageId>> sent, credited;  // (src, dst) -> ids in order
+    // A peer's k-th write lands in slot k % rail_slots and goes on that slot's QP
+    // (coll_gpurdma_rail_qps; transport/ucx_channels.cpp): each QP is hashed onto its own
+    // spine path. Credits go back on one QP of their own.
+    const int qps = std::max(1, std::min(spec.rail_qps, rail_slots));
     for (int h = 0; h < hosts; ++h) {
         const auto &steps = programs[static_cast<size_t>(h)].steps;
         dag.steps = std::max(dag.steps, static_cast<int>(steps.size()));
@@ -161,13 +168,17 @@ ScheduleDag build_rail_dag(const ClusterSpec &spec, const RailPlan &rail, size_t
             const int peer = host_base + place[static_cast<size_t>(s.peer)] * host_stride;
             const int tag = tag_base + static_cast<int>(i);
             switch (s.kind) {
-                case plan::StepKind::Send:
+                case plan::StepKind::Send: {
                     slot.post = add(Message{me, me, 0, {}, 0, 0, -1, tag}, MessageKind::Local, static_cast<int>(i));
+                    auto &to_peer = sent[{h, s.peer}];
+                    const int qp = 2 * static_cast<int>(to_peer.size() % static_cast<size_t>(rail_slots) %
+                                                        static_cast<size_t>(qps));
                     slot.data =
-                        add(Message{me, peer, s.bytes, {}, 0, 0, 0, tag}, MessageKind::Data, static_cast<int>(i));
-                    sent[{h, s.peer}].push_back(slot.data);
+                        add(Message{me, peer, s.bytes, {}, 0, 0, qp, tag}, MessageKind::Data, static_cast<int>(i));
+                    to_peer.push_back(slot.data);
                     ++dag.data_messages;
                     break;
+                }
                 case plan::StepKind::RecvReduce:
                 case plan::StepKind::RecvCopy:
                     slot.done = add(Message{me, me, 0, {}, 0, 0, -1, tag}, MessageKind::Local, static_cast<int>(i));

@@ -52,7 +52,7 @@ struct ScheduleDag {
 
 // The DAG of rail plane 0 for an allreduce of `bytes` (float elements) on `spec`, chunks of
 // `chunk` bytes, `rail_slots` puts in flight per peer. Node i's plane host is
-// host_base + spec.host_of_node()[i] * host_stride (a second job placed between the first's hosts); tags are
+// host_base + spec.host_of_index()[i] * host_stride (a second job placed between the first's hosts); tags are
 // the step numbers plus tag_base.
 ScheduleDag build_rail_dag(const ClusterSpec &spec, const RailPlan &rail, size_t bytes, size_t chunk, int rail_slots,
                            int host_base = 0, int host_stride = 1, int tag_base = 0);

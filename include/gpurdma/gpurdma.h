@@ -157,6 +157,8 @@ typedef struct gpurdma_config {
     int verbose; /* 0 silent, 1 one line per communicator, 2+ per call */
     size_t chunk_size; /* pipeline chunk and landing-slot size, bytes */
     int slots; /* landing slots per peer channel (pipeline depth) */
+    int rail_qps; /* endpoints (on an RDMA NIC, QPs) per inter-node peer, its slots striped over them so
+                                 ECMP spreads them; 0: automatic (1 on one host, else 2) */
     int rail_slots; /* landing slots per inter-node peer: puts a rail has in flight to one peer; 0: slots */
     size_t
         small_msg_max; /* largest message for the latency path (one wait on a node, recursive doubling between nodes) */

@@ -142,7 +142,8 @@ Status HostTeam::connect_media()
     shm_ = std::make_unique<transport::ShmMedium>(rank, setup_.size, node_members(), std::move(shm_request),
                                                   setup_.arenas);
     ucx_ = std::make_unique<transport::UcxMedium>(
-        rank, setup_.size, [this](int r) { return remote_peers(r); }, rail_slots(), cfg.chunk_size, setup_.ucx, hosts_);
+        rank, setup_.size, [this](int r) { return remote_peers(r); }, rail_slots(), cfg.chunk_size, rail_lanes(),
+        setup_.ucx, hosts_);
     // Rounds 2 and 3: the media set up, exchange records, connect, vote.
     const Status connected = transport::connect_media(agreement_, {shm_.get(), ucx_.get()}, hosts_);
     if (!connected.is_ok()) return connected;
@@ -213,6 +214,18 @@ void HostTeam::order_by_fabric(const std::vector<std::string> &address_of_rank)
     std::vector<std::string> ordered;
     for (int old : order) ordered.push_back(address[static_cast<size_t>(old)]);
     fabric_ = "nodes in fabric order: " + topo::describe_fabric(topo_, ordered);
+}
+
+int HostTeam::rail_lanes() const
+{
+    if (setup_.config->rail_qps > 0) return std::min(setup_.config->rail_qps, rail_slots());
+    // The model's finding (docs/FABRIC.md): two QPs halve the time where the placement
+    // is unknown and the rings cross the spines, and keep a second job's traffic from
+    // drawing PFC pauses where it is known, for 5-9% when the job is alone; one host has
+    // no spines to spread over.
+    const bool one_host =
+        std::all_of(hosts_.begin(), hosts_.end(), [&](const std::string &h) { return h == hosts_[0]; });
+    return one_host ? 1 : std::min(2, rail_slots());
 }
 
 void HostTeam::decide_waits(const std::vector<topo::RankPlacement> &placements)

@@ -83,6 +83,9 @@ public:
                               topo_.nodes());
     }
 
+    // Endpoints (QPs) per inter-node peer (coll_gpurdma_rail_qps; auto: rail_lanes()'s rule).
+    int rail_lanes() const;
+
     // Every host's wait decision and why, for the set-up line ("wait on a: spin: ...").
     std::string describe_waits() const;
     // How the nodes are numbered: "nodes in fabric order: 4 nodes under 2 leaf switches

@@ -106,13 +106,13 @@ void Selector::log_summary(double ms) const
     const double calibration = team_.calibration_ms();
     log.log(1,
             "%s: %d ranks on %zu host(s), %s; intra-node: shared memory, inter-node: UCX; %s (cost model%s: %s); %s "
-            "chunks x %d slots, %d in flight per rail peer; %s; set-up %.1f ms",
+            "chunks x %d slots, %d in flight per rail peer over %d endpoint(s); %s; set-up %.1f ms",
             s.name.c_str(), s.size, distinct.size(), topo.summary().c_str(), describe_choices().c_str(),
             calibration >= 0
                 ? (", calibrated in " + std::to_string(static_cast<int>(calibration + 0.5)) + " ms").c_str()
                 : "",
             plan::describe(p.model).c_str(), format_bytes(p.chunk_size).c_str(), slots, team_.rail_slots(),
-            team_.describe_waits().c_str(), ms);
+            team_.rail_lanes(), team_.describe_waits().c_str(), ms);
     if (topo.nodes() < 2) return;
     log.log(1, "%s: %s", s.name.c_str(), team_.describe_fabric().c_str());
     if (topo.max_ppn() > 1)

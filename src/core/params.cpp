@@ -95,6 +95,13 @@ const gpurdma_param_info_t kTable[] = {
            "Pipeline chunk and landing-slot size in bytes (4096 .. 64 MiB)"),
     number("slots", INT, FIELD(slots), 4, in(1, 64, "is not in 1..64"), kAllRanks, 7,
            "Landing slots per peer channel, i.e. pipeline depth (1 .. 64)"),
+    number("rail_qps", INT, FIELD(rail_qps), 0, in(0, 16, "is not in 0..16"), kLocal, 6,
+           "Endpoints per inter-node peer (on an RDMA NIC, separate QPs): a peer's messages are striped over them "
+           "slot by slot, so that the fabric's ECMP hashes them onto different spine links instead of one. 0 "
+           "(automatic): 1 where all ranks are on one host, else 2 (gpurdma-fabric, 128 x 8, a scheduler's "
+           "scattered placement, 64 MiB: with the nodes in rank order 2 QPs take the allreduce from 4.4-6.3x to "
+           "2.3-2.6x the bound; in fabric order they cost 1.24x -> 1.34x alone but keep a second job's traffic "
+           "from drawing PFC pauses; docs/FABRIC.md). At most coll_gpurdma_rail_slots"),
     number("rail_slots", INT, FIELD(rail_slots), 0, in(0, 64, "is not in 0..64"), kAllRanks, 7,
            "Landing slots per inter-node peer (UCX channels): how many puts a rail may have in flight "
            "to one peer before that receiver hands a slot back (receiver-driven admission; 1 .. 64). "

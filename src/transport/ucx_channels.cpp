@@ -5,8 +5,12 @@
 
 namespace gpurdma::transport {
 
-UcxChannels::UcxChannels(UcxContext &context, int rank, int size, const PeerListFn &peers, int slots, size_t slot_size)
-    : SlotChannels(rank, size, peers, slots, slot_size), context_(context), channel_id_(context.new_channel_id())
+UcxChannels::UcxChannels(UcxContext &context, int rank, int size, const PeerListFn &peers, int slots, size_t slot_size,
+                         int lanes)
+    : SlotChannels(rank, size, peers, slots, slot_size),
+      context_(context),
+      lanes_(std::max(1, std::min(lanes, slots))),
+      channel_id_(context.new_channel_id())
 {
     unsigned major = 0, minor = 0, release = 0;
     ucp_get_version(&major, &minor, &release);
@@ -14,17 +18,18 @@ UcxChannels::UcxChannels(UcxContext &context, int rank, int size, const PeerList
     remotes_.resize(links_.size());
     offers_in_.resize(links_.size());
     for (auto &r : remotes_) {
+        r.lanes.resize(static_cast<size_t>(lanes_));
         r.flag_values.assign(static_cast<size_t>(slots), 0);
         r.data_headers.assign(static_cast<size_t>(slots), AmHeader{});
     }
 }
 
 Status UcxChannels::create(UcxContext &context, int rank, int size, const PeerListFn &peers, int slots,
-                           size_t slot_size, std::unique_ptr<UcxChannels> *out)
+                           size_t slot_size, int lanes, std::unique_ptr<UcxChannels> *out)
 {
     const Status symmetric_peers = symmetric(rank, peers);
     if (!symmetric_peers.is_ok()) return symmetric_peers;
-    std::unique_ptr<UcxChannels> channels(new UcxChannels(context, rank, size, peers, slots, slot_size));
+    std::unique_ptr<UcxChannels> channels(new UcxChannels(context, rank, size, peers, slots, slot_size, lanes));
     // Flags and credits start at zero; the data slots are read only under a flag.
     const Status taken =
         context.landing().take(channels->layout_.bytes(), channels->layout_.data_start(), &channels->region_);
@@ -63,13 +68,17 @@ Status UcxChannels::connect(const std::vector<UcxPeerInfo> &peers, const std::ve
         const int r = links_[i].rank;
         const UcxPeerInfo &info = peers.at(static_cast<size_t>(r));
         const std::string who = "rank " + std::to_string(r) + " (" + hosts.at(static_cast<size_t>(r)) + ")";
-        const Status reached = context_.endpoint(info.worker_address, &remotes_[i].ep);
-        if (!reached.is_ok()) return reached.prefixed("connect to " + who + ": ");
-        std::shared_ptr<RemoteKey> key;
-        const Status unpacked = remotes_[i].ep->remote_key(info.key_region, info.region_key, &key);
-        if (!unpacked.is_ok()) return unpacked.prefixed("remote key of " + who + ": ");
-        remotes_[i].region = std::make_unique<RemoteRegion>(std::move(key), info.region_base);
-        remotes_[i].message_max = remotes_[i].ep->rma_emulated() ? layout_.slot_size : kActiveMessageMax;
+        for (size_t k = 0; k < remotes_[i].lanes.size(); ++k) {
+            Lane &lane = remotes_[i].lanes[k];
+            const Status reached = context_.endpoint(info.worker_address, static_cast<int>(k), &lane.ep);
+            if (!reached.is_ok()) return reached.prefixed("connect to " + who + ": ");
+            std::shared_ptr<RemoteKey> key;
+            const Status unpacked = lane.ep->remote_key(info.key_region, info.region_key, &key);
+            if (!unpacked.is_ok()) return unpacked.prefixed("remote key of " + who + ": ");
+            lane.region = std::make_unique<RemoteRegion>(std::move(key), info.region_base);
+        }
+        const Lane &first = remotes_[i].lanes[0];
+        remotes_[i].message_max = first.ep->rma_emulated() ? layout_.slot_size : kActiveMessageMax;
         remotes_[i].channel_id = info.channel_id;
     }
     return Status::ok();
@@ -81,11 +90,11 @@ UcxChannels::Remote &UcxChannels::remote_of(const Link &l)
     return remotes_[static_cast<size_t>(&l - links_.data())];
 }
 
-bool UcxChannels::put(const Link &l, const RemoteRegion &to, const void *src, size_t bytes, size_t remote_offset,
-                      bool user_source)
+bool UcxChannels::put(const Link &l, const Lane &lane, const RemoteRegion &to, const void *src, size_t bytes,
+                      size_t remote_offset, bool user_source)
 {
     ucp_request_param_t param{};
-    return track(ucp_put_nbx(remote_of(l).ep->get(), src, bytes, to.base() + remote_offset, to.key(), &param), "put",
+    return track(ucp_put_nbx(lane.ep->get(), src, bytes, to.base() + remote_offset, to.key(), &param), "put",
                  user_source ? src : nullptr, bytes, l.rank);
 }
 
@@ -135,7 +144,7 @@ void UcxChannels::abandon_requests()
 int UcxChannels::peers_offering() const
 {
     int n = 0;
-    for (const auto &r : remotes_) n += r.offered != nullptr;
+    for (const auto &r : remotes_) n += r.lanes[0].offered != nullptr;
     return n;
 }
 
@@ -145,20 +154,25 @@ void UcxChannels::adopt_offers()
     offers_waiting_.store(false, std::memory_order_relaxed);
     for (size_t i = 0; i < offers_in_.size(); ++i) {
         if (!offers_in_[i]) continue;
-        std::unique_ptr<RemoteRegion> region;
-        // A key we cannot unpack leaves that peer's messages in its host slots.
-        if (RemoteRegion::create(remotes_[i].ep->get(), offers_in_[i]->base, offers_in_[i]->key, &region).is_ok())
-            remotes_[i].offered = std::move(region);
+        // A key we cannot unpack (on any lane) leaves that peer's messages in its host slots.
+        std::vector<std::unique_ptr<RemoteRegion>> regions(remotes_[i].lanes.size());
+        bool all = true;
+        for (size_t k = 0; k < regions.size() && all; ++k)
+            all = RemoteRegion::create(remotes_[i].lanes[k].ep->get(), offers_in_[i]->base, offers_in_[i]->key,
+                                       &regions[k])
+                      .is_ok();
+        for (size_t k = 0; k < regions.size() && all; ++k) remotes_[i].lanes[k].offered = std::move(regions[k]);
         offers_in_[i].reset();
     }
 }
 
-bool UcxChannels::send_message(const Link &l, const AmHeader &header, const void *src, size_t bytes)
+bool UcxChannels::send_message(const Link &l, const AmHeader &header, const void *src, size_t bytes, int lane)
 {
     ucp_request_param_t param{};
     param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
     param.flags = UCP_AM_SEND_FLAG_EAGER;  // the handler needs the data in hand
-    return track(ucp_am_send_nbx(remote_of(l).ep->get(), UcxContext::kAmId, &header, sizeof header, src, bytes, &param),
+    return track(ucp_am_send_nbx(remote_of(l).lane_of(lane).ep->get(), UcxContext::kAmId, &header, sizeof header, src,
+                                 bytes, &param),
                  "active message", bytes ? src : nullptr, bytes, l.rank);
 }
 
@@ -209,19 +223,20 @@ Poll UcxChannels::deliver(Link &l, int slot, const void *src, size_t bytes, uint
         h.index = l.index_there;
         h.slot = static_cast<uint32_t>(slot);
         h.value = flag;
-        return send_message(l, h, src, bytes) ? Poll::Done : Poll::Failed;
+        return send_message(l, h, src, bytes, slot) ? Poll::Done : Poll::Failed;
     }
     // Put: into the peer's offered memory if its GPU reads it, else into its slot.
-    const bool offered = receiver == Reader::Gpu && rm.offered;
+    const Lane &lane = rm.lane_of(slot);
+    const bool offered = receiver == Reader::Gpu && lane.offered;
     const size_t at = l.remote.data_offset(l.index_there, slot);
     if (offered) flag |= kLandedOffered;
-    if (bytes > 0 && !(offered ? put(l, *rm.offered, src, bytes, at - l.remote.data_start(), true)
-                               : put(l, *rm.region, src, bytes, at, true)))
+    if (bytes > 0 && !(offered ? put(l, lane, *lane.offered, src, bytes, at - l.remote.data_start(), true)
+                               : put(l, lane, *lane.region, src, bytes, at, true)))
         return Poll::Failed;
     if (offered && flush_before_flag_) {
         // The data is in place once the flush completes; the flag goes then.
         ucp_request_param_t param{};
-        const ucs_status_ptr_t flush = ucp_ep_flush_nbx(rm.ep->get(), &param);
+        const ucs_status_ptr_t flush = ucp_ep_flush_nbx(lane.ep->get(), &param);
         if (UCS_PTR_IS_ERR(flush)) {
             error_ = "flush toward rank " + std::to_string(l.rank) + ": " + ucs_status_string(UCS_PTR_STATUS(flush));
             return Poll::Failed;
@@ -246,7 +261,8 @@ bool UcxChannels::put_flag(const Link &l, int slot, uint64_t flag)
 {
     Remote &rm = remote_of(l);
     rm.flag_values[static_cast<size_t>(slot)] = flag;
-    return put(l, *rm.region, &rm.flag_values[static_cast<size_t>(slot)], sizeof(uint64_t),
+    const Lane &lane = rm.lane_of(slot);
+    return put(l, lane, *lane.region, &rm.flag_values[static_cast<size_t>(slot)], sizeof(uint64_t),
                l.remote.flag_offset(l.index_there, slot), false);
 }
 

@@ -13,6 +13,11 @@
 // across (its worker fence is per lane: seen here between two processes, the data by
 // UCX's emulated put over active messages, the flag by shared memory, the flag
 // first), so there the flag waits for a flush of the endpoint.
+// Lanes (coll_gpurdma_rail_qps): a peer's messages may go over several endpoints, slot s
+// on lane s % lanes, so that an RDMA NIC sends them on separate QPs and the fabric's ECMP
+// hashes those onto different spine links. A slot's data and flag share its lane (the
+// worker fence orders them as before); slots are independent of each other, and credits
+// and offers stay on lane 0.
 #pragma once
 
 #include <atomic>
@@ -45,8 +50,11 @@ class UcxChannels : public SlotChannels, private AmSink {
 public:
     // Registers this rank's landing region, or says why not.
     static Status create(UcxContext &context, int rank, int size, const PeerListFn &peers, int slots, size_t slot_size,
-                         std::unique_ptr<UcxChannels> *out);
+                         int lanes, std::unique_ptr<UcxChannels> *out);
     ~UcxChannels() override;
+
+    // Endpoints per peer (at least 1).
+    int lanes() const { return lanes_; }
 
     // Largest message sent as an active message where UCX does RMA natively (RDMA,
     // shared memory): above it a put moves the data without the receiver's copy.
@@ -92,10 +100,14 @@ protected:
     }
 
 private:
-    struct Remote {
+    struct Lane {  // one endpoint to the peer, and the peer's keys unpacked on it
         std::shared_ptr<UcxEndpoint> ep;
         std::unique_ptr<RemoteRegion> region;
         std::unique_ptr<RemoteRegion> offered;  // the peer's offered memory, once its key came
+    };
+    struct Remote {
+        std::vector<Lane> lanes;  // at least one; slot s uses lanes[s % lanes.size()]
+        Lane &lane_of(int slot) { return lanes[static_cast<size_t>(slot) % lanes.size()]; }
         std::vector<uint64_t> flag_values;  // stable sources for flag puts
         std::vector<AmHeader> data_headers;  // stable headers of active-message sends, per slot
         AmHeader credit_header;
@@ -110,16 +122,18 @@ private:
         int peer;
     };
 
-    UcxChannels(UcxContext &context, int rank, int size, const PeerListFn &peers, int slots, size_t slot_size);
+    UcxChannels(UcxContext &context, int rank, int size, const PeerListFn &peers, int slots, size_t slot_size,
+                int lanes);
     Remote &remote_of(const Link &l);
-    bool put(const Link &l, const RemoteRegion &to, const void *src, size_t bytes, size_t remote_offset,
-             bool user_source);
+    bool put(const Link &l, const Lane &lane, const RemoteRegion &to, const void *src, size_t bytes,
+             size_t remote_offset, bool user_source);
     // Unpacks the keys of offers that came (active-message handlers only store them).
     void adopt_offers();
     // Puts the flags whose endpoint flush has completed.
     void post_deferred_flags();
     bool put_flag(const Link &l, int slot, uint64_t flag);
-    bool send_message(const Link &l, const AmHeader &header, const void *src, size_t bytes);
+    // On lane `lane` of the link's peer (0: credits, offers).
+    bool send_message(const Link &l, const AmHeader &header, const void *src, size_t bytes, int lane = 0);
     void on_message(const AmHeader &header, const void *data, size_t bytes) override;
     // A send's request: false (and error_) if it failed; otherwise pending until it
     // completes, src (null: our own words) counted busy until then.
@@ -150,6 +164,7 @@ private:
     bool flush_before_flag_;  // UCX < 1.14: fences order within a lane only
     std::vector<Remote> remotes_;  // parallel to links_
     std::vector<Pending> pending_;
+    int lanes_;  // endpoints per peer
     uint64_t channel_id_;  // ours: a stale message for a freed channel can never match a new one
 };
 

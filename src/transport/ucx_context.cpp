@@ -192,10 +192,10 @@ void UcxContext::remove_sink(uint64_t target)
     sinks_.erase(target);
 }
 
-Status UcxContext::endpoint(const std::string &address, std::shared_ptr<UcxEndpoint> *out)
+Status UcxContext::endpoint(const std::string &address, int lane, std::shared_ptr<UcxEndpoint> *out)
 {
     std::lock_guard<std::mutex> hold(endpoints_lock_);
-    auto it = endpoints_.find(address);
+    auto it = endpoints_.find({address, lane});
     if (it != endpoints_.end()) {
         *out = it->second;
         return Status::ok();
@@ -207,7 +207,7 @@ Status UcxContext::endpoint(const std::string &address, std::shared_ptr<UcxEndpo
     const ucs_status_t st = ucp_ep_create(worker_, &params, &ep);
     if (st != UCS_OK) return ucx_error("ucp_ep_create", st);
     auto shared = std::make_shared<UcxEndpoint>(*this, ep);
-    endpoints_[address] = shared;
+    endpoints_[{address, lane}] = shared;
     *out = std::move(shared);
     return Status::ok();
 }

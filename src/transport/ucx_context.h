@@ -89,8 +89,9 @@ public:
     // Returns events processed; cheap when there is nothing to do.
     unsigned progress() { return ucp_worker_progress(worker_); }
 
-    // The endpoint to the worker at `address`, created on first use.
-    Status endpoint(const std::string &address, std::shared_ptr<UcxEndpoint> *out);
+    // Endpoint `lane` to the worker at `address`, created on first use. Lanes are
+    // separate endpoints (on an RDMA NIC, separate QPs, which ECMP hashes apart).
+    Status endpoint(const std::string &address, int lane, std::shared_ptr<UcxEndpoint> *out);
 
     // Every communicator's landing slices come from here (regions registered once).
     LandingPool &landing() { return *landing_; }
@@ -132,7 +133,7 @@ private:
     std::string address_;
     std::unique_ptr<LandingPool> landing_;  // its regions are unmapped before the context goes
     std::mutex endpoints_lock_;  // never held while waiting for a peer
-    std::map<std::string, std::shared_ptr<UcxEndpoint>> endpoints_;
+    std::map<std::pair<std::string, int>, std::shared_ptr<UcxEndpoint>> endpoints_;
     std::mutex sinks_lock_;  // held while a handler runs: remove_sink waits for it
     std::map<uint64_t, AmSink *> sinks_;
     std::atomic<uint64_t> last_channel_id_{0};

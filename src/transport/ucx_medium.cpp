@@ -23,13 +23,14 @@ bool read_info(wire::Reader &record, UcxPeerInfo *info)
 
 }  // namespace
 
-UcxMedium::UcxMedium(int rank, int size, PeerListFn peers, int slots, size_t slot_size, UcxStarter start,
+UcxMedium::UcxMedium(int rank, int size, PeerListFn peers, int slots, size_t slot_size, int lanes, UcxStarter start,
                      std::vector<std::string> hosts)
     : rank_(rank),
       size_(size),
       peers_(std::move(peers)),
       slots_(slots),
       slot_size_(slot_size),
+      lanes_(lanes),
       start_(std::move(start)),
       hosts_(std::move(hosts))
 {}
@@ -41,7 +42,7 @@ Status UcxMedium::setup(wire::Writer &record)
         std::string why;
         context_ = start_(&why);
         if (!context_) made = Status::unsupported(why);
-        else made = UcxChannels::create(*context_, rank_, size_, peers_, slots_, slot_size_, &channels_);
+        else made = UcxChannels::create(*context_, rank_, size_, peers_, slots_, slot_size_, lanes_, &channels_);
     }
     write_info(record, channels_ ? channels_->local_info() : UcxPeerInfo{});
     return made;

@@ -20,8 +20,9 @@ using UcxStarter = std::function<UcxContext *(std::string *why)>;
 
 class UcxMedium : public Medium {
 public:
-    // peers: the ranks each rank reaches through UCX (symmetric); hosts name them in errors.
-    UcxMedium(int rank, int size, PeerListFn peers, int slots, size_t slot_size, UcxStarter start,
+    // peers: the ranks each rank reaches through UCX (symmetric); hosts name them in errors;
+    // lanes: endpoints per peer (transport/ucx_channels.h).
+    UcxMedium(int rank, int size, PeerListFn peers, int slots, size_t slot_size, int lanes, UcxStarter start,
               std::vector<std::string> hosts);
 
     const char *name() const override { return "UCX"; }
@@ -38,6 +39,7 @@ private:
     PeerListFn peers_;
     int slots_;
     size_t slot_size_;
+    int lanes_;
     UcxStarter start_;
     std::vector<std::string> hosts_;
     UcxContext *context_ = nullptr;

@@ -31,9 +31,20 @@ check "plan names the planner's choice for each size" \
 check "plan prints 15 configurations per size" test "$(grep -cE '^\| (hier|auto/256K|ring/slice|rhd/slice|rhd/4096K) \| ' "$out/plan.txt")" -eq 30
 check "plan prints gpurdma's defaults beside the best it found" \
     test "$(grep -c "^with gpurdma's defaults (.*): .* us, .* x ideal; best the model found: " "$out/plan.txt")" -eq 2
-check "plan ends with one summary line per size" test "$(grep -cE '^summary: size=[0-9]+ choice=[a-z-]+ time_us=[0-9.]+ ideal_us=[0-9.]+ best=[^ ]+/[0-9]+/[0-9]+/[0-9]+ best_us=[0-9.]+ mem_per_rank_mib=[0-9.]+$' "$out/plan.txt")" -eq 2
+check "plan ends with one summary line per size" test "$(grep -cE '^summary: size=[0-9]+ choice=[a-z-]+ time_us=[0-9.]+ ideal_us=[0-9.]+ best=[^ ]+/[0-9]+/[0-9]+/[0-9]+ best_us=[0-9.]+ mem_per_rank_mib=[0-9.]+ pfc_pause_us=[0-9]+ order=fabric$' "$out/plan.txt")" -eq 2
 check "plan made its folder and wrote the CSV" test "$(grep -c '^67108864,' "$out/plan/out/sweep.csv")" -eq 15
 check "no configuration failed in the model" test "$(awk -F, 'NR > 2 && $NF != 1' "$out/plan/out/sweep.csv" | wc -l)" -eq 0
+# Nodes scattered over 4 leaves: gpurdma numbers them by leaf when it knows the topology
+# (Slurm's), in rank order when it does not; the summary says which.
+for topology in known unknown; do
+    "$tool" plan "$cluster" --size 1M --rails hier --slots 4 --set hosts_per_leaf=4 --set placement=random \
+        --set topology=$topology >"$out/topology-$topology.txt" 2>&1
+    check "plan with the topology $topology exits 0" test $? -eq 0
+done
+check "  known: nodes in fabric order" grep -q "^summary: .* order=fabric$" "$out/topology-known.txt"
+check "  unknown: nodes in rank order" grep -q "^summary: .* order=rank$" "$out/topology-unknown.txt"
+"$tool" plan "$cluster" --set topology=maybe >"$out/bad.txt" 2>&1
+check "a topology other than known or unknown is refused" grep -q "bad value 'maybe' for topology" "$out/bad.txt"
 touch "$out/a-file"
 "$tool" plan "$cluster" --size 1M --out "$out/a-file/sub" >"$out/bad.txt" 2>&1
 check "plan refuses a folder it cannot make" test $? -eq 1

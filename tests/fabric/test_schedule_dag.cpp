@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <vector>
 
 #include "schedule_dag.h"
@@ -42,6 +43,31 @@ TEST(ScheduleDag, RingSendsTheBandwidthBound)
     EXPECT_EQ(dag.slice_bytes, 2u << 20);
     for (int h = 0; h < spec.nodes; ++h) EXPECT_EQ(data_bytes_from(dag, h), 2u * 7 * (2u << 20) / 8) << "host " << h;
     EXPECT_EQ(dag.last.size(), 8u);
+}
+
+// Nodes scattered over the leaves (a scheduler's allocation): when gpurdma knows the
+// topology, a ring's writes leave a leaf only where the ring moves on to the next leaf
+// (once per leaf); in rank order, most of them cross the spines.
+TEST(ScheduleDag, FabricOrderKeepsTheRingUnderEachLeaf)
+{
+    ClusterSpec spec = small_cluster(16);  // 4 leaves of 4
+    spec.placement = "random";
+    spec.fabric.seed = 5;
+    auto crossing_pairs = [&] {
+        const ScheduleDag dag = build_rail_dag(spec, kRing, 16u << 20, 64u << 10, 4);
+        std::set<std::pair<int, int>> pairs;
+        for (size_t m = 0; m < dag.messages.size(); ++m) {
+            const Message &msg = dag.messages[m];
+            if (dag.kinds[m] == MessageKind::Data && msg.src / spec.hosts_per_leaf != msg.dst / spec.hosts_per_leaf)
+                pairs.insert({msg.src, msg.dst});
+        }
+        return pairs.size();
+    };
+    spec.topology_known = true;
+    EXPECT_EQ(crossing_pairs(), 4u);
+    spec.topology_known = false;
+    EXPECT_GT(crossing_pairs(), 8u);
+    EXPECT_EQ(spec.host_of_index(), spec.host_of_node());
 }
 
 // Halving-doubling sends 2(p-1)/p of the slice from every rank too, in 2 log2(p) exchanges.

@@ -107,6 +107,15 @@ USED_PATTERN="cost model, calibrated in [0-9]* ms" run "hierarchical 2x2, cost m
     "${on[@]}" --mca coll_gpurdma_logical_nodes 2 --mca coll_gpurdma_calibrate 1 "$bin/allreduce_check" --quick --strict
 run "hierarchical forced, 1,3 + 4 KiB chunks" used 300 -- -np 4 "${on[@]}" --mca coll_gpurdma_logical_nodes 1,3 \
     --mca coll_gpurdma_algorithm hier --mca coll_gpurdma_chunk_size 4096 "$bin/allreduce_check" --quick --strict
+# A rail peer's slots striped over several endpoints (coll_gpurdma_rail_qps): on UCX's
+# shared-memory transports (puts) and over tcp (active messages), 1 KiB chunks so that
+# every call spreads its messages over the lanes.
+USED_PATTERN="4 in flight per rail peer over 3 endpoint" run "hierarchical 3+1+2, 3 endpoints per rail peer" used 300 \
+    -- -np 6 "${on[@]}" --mca coll_gpurdma_logical_nodes 3,1,2 --mca coll_gpurdma_rail_qps 3 \
+    --mca coll_gpurdma_rail_slots 4 --mca coll_gpurdma_chunk_size 1024 "$bin/allreduce_check" --quick --strict
+USED_PATTERN="over 2 endpoint" run_retry "hierarchical 2x2, 2 endpoints per rail peer, ucx tcp" used 300 UCX_TLS=tcp \
+    -- -np 4 "${on[@]}" --mca coll_gpurdma_timeout 20 --mca coll_gpurdma_logical_nodes 2 --mca coll_gpurdma_rail_qps 2 \
+    --mca coll_gpurdma_chunk_size 4096 "$bin/allreduce_check" --quick --strict
 run "one rank per logical node (flat over UCX)" used 300 -- -np 3 "${on[@]}" --mca coll_gpurdma_logical_nodes 1 \
     "$bin/allreduce_check" --quick --strict
 # The rail stage by halving-doubling (plan/halving_doubling.h) at node counts that are

@@ -119,7 +119,7 @@ int run_rank(const MediaCase &c, int rank, int size, gpurdma_bootstrap_t boot, S
         return m.context.get();
     };
     m.ucx = std::make_unique<transport::UcxMedium>(
-        rank, size, [&t](int r) { return remote_peers(t, r); }, kSlots, kChunk, start, c.nodes);
+        rank, size, [&t](int r) { return remote_peers(t, r); }, kSlots, kChunk, 2, start, c.nodes);
     check.equal(m.shm->name(), "shared memory", "ShmMedium::name");
     check.equal(m.ucx->name(), "UCX", "UcxMedium::name");
 

@@ -84,7 +84,7 @@ int run_rank(int rank, gpurdma_bootstrap_t boot, SharedNote *note)
     std::unique_ptr<transport::UcxChannels> ch;
     gpurdma::Status st = transport::UcxContext::create("", "", {}, &context);
     const auto peers = [](int r) { return std::vector<int>{1 - r}; };
-    if (st.is_ok()) st = transport::UcxChannels::create(*context, rank, 2, peers, kSlots, kSlot, &ch);
+    if (st.is_ok()) st = transport::UcxChannels::create(*context, rank, 2, peers, kSlots, kSlot, 2, &ch);
     std::vector<transport::UcxPeerInfo> info;
     // Both ranks go on to the exchange either way, so neither waits for the other.
     const bool exchanged = exchange(st.is_ok() ? ch->local_info() : transport::UcxPeerInfo{}, boot, &info);
@@ -96,7 +96,8 @@ int run_rank(int rank, gpurdma_bootstrap_t boot, SharedNote *note)
     st = ch->connect(info, {"rank0", "rank1"});
     if (!st.is_ok()) return fail(note, rank, "connect: " + st.message());
     std::shared_ptr<transport::UcxEndpoint> ep;
-    if (rank == 0 && context->endpoint(info[1].worker_address, &ep).is_ok() && ep->rma_emulated()) note->emulated = 1;
+    if (rank == 0 && context->endpoint(info[1].worker_address, 0, &ep).is_ok() && ep->rma_emulated())
+        note->emulated = 1;
     const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
     if (rank == 1) {
         offered.assign(ch->offered_bytes(), 0);

@@ -59,12 +59,12 @@ struct Pair {
     std::unique_ptr<UcxChannels> ch[2];
     std::string skip;  // why this transport is not available here
 
-    Pair(const std::string &tls, const std::string &devices)
+    Pair(const std::string &tls, const std::string &devices, int lanes = 1)
     {
         gpurdma::Status st = UcxContext::create(tls, devices, {}, &context);
         const auto peers = [](int r) { return std::vector<int>{1 - r}; };
         for (int r = 0; r < 2 && st.is_ok(); ++r)
-            st = UcxChannels::create(*context, r, 2, peers, kSlots, kSlot, &ch[r]);
+            st = UcxChannels::create(*context, r, 2, peers, kSlots, kSlot, lanes, &ch[r]);
         if (st.is_ok()) {
             const std::vector<UcxPeerInfo> info{ch[0]->local_info(), ch[1]->local_info()};
             for (int r = 0; r < 2 && st.is_ok(); ++r) st = ch[r]->connect(info, {"here", "here"});
@@ -81,10 +81,10 @@ struct Pair {
     }
 
     // The endpoint the channels use (to this same worker), shared through the context.
-    std::shared_ptr<gpurdma::transport::UcxEndpoint> endpoint(std::string *why)
+    std::shared_ptr<gpurdma::transport::UcxEndpoint> endpoint(std::string *why, int lane = 0)
     {
         std::shared_ptr<gpurdma::transport::UcxEndpoint> ep;
-        const gpurdma::Status st = context->endpoint(context->address(), &ep);
+        const gpurdma::Status st = context->endpoint(context->address(), lane, &ep);
         *why = st.message();
         return ep;
     }
@@ -146,14 +146,21 @@ void exchange_all_sizes(Pair &p)
 namespace {
 
 // One transport set-up: the path UCX gives toward the peer, then every size both ways.
-void check_transport(const std::string &tls, const std::string &devices, bool expect_emulated, const char *path)
+void check_transport(const std::string &tls, const std::string &devices, bool expect_emulated, const char *path,
+                     int lanes = 1)
 {
-    Pair p(tls, devices);
+    Pair p(tls, devices, lanes);
     if (!p.skip.empty()) GTEST_SKIP() << "UCX (" << (tls.empty() ? "default" : tls) << ") unavailable: " << p.skip;
     std::string why;
     const auto ep = p.endpoint(&why);
     ASSERT_TRUE(ep) << why;
     EXPECT_EQ(ep->rma_emulated(), expect_emulated) << path;
+    EXPECT_EQ(p.ch[0]->lanes(), lanes);
+    if (lanes > 1) {  // a lane of its own is an endpoint of its own (on a NIC, a QP)
+        const auto second = p.endpoint(&why, 1);
+        ASSERT_TRUE(second) << why;
+        EXPECT_NE(second->get(), ep->get());
+    }
     exchange_all_sizes(p);
 }
 
@@ -167,6 +174,18 @@ TEST(UcxChannels, LoopbackEveryPath)
 TEST(UcxChannels, TcpEveryMessageAsActiveMessage)
 {
     check_transport("tcp", "lo", true, "tcp only: RMA is emulated, every message goes as an active message");
+}
+
+// Slots striped over two endpoints (coll_gpurdma_rail_qps 2): slot 1's data and flag on
+// the second, every size both ways, credits back on the first.
+TEST(UcxChannels, TwoLanesEveryPath)
+{
+    check_transport("", "", false, "loopback RMA over two endpoints", 2);
+}
+
+TEST(UcxChannels, TwoLanesOverTcp)
+{
+    check_transport("tcp", "lo", true, "tcp over two endpoints: active messages on both", 2);
 }
 
 TEST(UcxChannels, MalformedActiveMessagesAreDropped)
@@ -239,7 +258,7 @@ Arrival one_message(Pair &p, size_t bytes, Reader receiver, Reader reader, int s
 
 TEST(UcxChannels, OfferedMemoryTakesPutsForAGpuReader)
 {
-    Pair p("", "");
+    Pair p("", "", 2);  // two lanes: the offered key is unpacked on both
     if (!p.skip.empty()) GTEST_SKIP() << "UCX unavailable: " << p.skip;
     std::vector<char> offered(p.ch[1]->offered_bytes());
     int copies = 0;
