@@ -21,6 +21,12 @@ if [ "$(. /etc/os-release && echo "$VERSION_ID")" = 12 ]; then packages+=(clang-
 # MPICH for libgpurdma_pmpi.so and its tests (tests/mpich; Open MPI stays the default
 # mpicc/mpirun). Debian 12 only, to keep CI's time: the Debian 13 root skips that step.
 if [ "$(. /etc/os-release && echo "$VERSION_ID")" = 12 ]; then packages+=(mpich libmpich-dev); fi
+# Slurm 22.05 (slurmctld, slurmd, srun, munge; its PMIx and topology/tree plugins) for
+# tests/slurm, which runs a private one-host Slurm and launches the MPI tests with
+# srun --mpi=pmix. Debian 12 only, as MPICH: the Debian 13 root skips those tests.
+if [ "$(. /etc/os-release && echo "$VERSION_ID")" = 12 ]; then
+    packages+=(slurmd slurmctld munge slurm-wlm-basic-plugins)
+fi
 missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -65,8 +65,8 @@ if ! make -j1 check; then
     exit 1
 fi
 # Show the suite's own summaries (automake keeps them in the .log files).
-grep -h -E "^\[  (PASSED|FAILED) |mpi-tests: |mpich-coll-suite: |mpich-tests: |fault-tests: |cluster-tests: |^SKIP" tests/unit/*.log tests/mpi/*.log \
-    tests/mpich/*.log tests/cluster/*.log 2>/dev/null || true
+grep -h -E "^\[  (PASSED|FAILED) |mpi-tests: |mpich-coll-suite: |mpich-tests: |fault-tests: |cluster-tests: |slurm tests: |^SKIP" tests/unit/*.log \
+    tests/mpi/*.log tests/mpich/*.log tests/cluster/*.log tests/slurm/*.log 2>/dev/null || true
 echo "== make check: the tests took $((SECONDS - t_tests)) s"
 test_times "$start_epoch"
 cd "$top"
