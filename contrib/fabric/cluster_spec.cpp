@@ -1,6 +1,7 @@
 #include "cluster_spec.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdlib>
 #include <fstream>
 #include <functional>
@@ -10,6 +11,7 @@
 #include <sstream>
 
 #include "topo/fabric_order.h"
+#include "topo/switch_topology.h"
 
 namespace gpurdma::fabric {
 
@@ -64,8 +66,83 @@ FabricParams ClusterSpec::params() const
     return p;
 }
 
+namespace {
+
+// "n2" < "n10": runs of digits compare by value.
+bool natural_less(const std::string &a, const std::string &b)
+{
+    size_t i = 0, j = 0;
+    while (i < a.size() && j < b.size()) {
+        const bool da = std::isdigit(static_cast<unsigned char>(a[i])) != 0;
+        const bool db = std::isdigit(static_cast<unsigned char>(b[j])) != 0;
+        if (da && db) {
+            size_t ie = i, je = j;
+            while (ie < a.size() && std::isdigit(static_cast<unsigned char>(a[ie]))) ++ie;
+            while (je < b.size() && std::isdigit(static_cast<unsigned char>(b[je]))) ++je;
+            const std::string x = a.substr(i, ie - i), y = b.substr(j, je - j);
+            const size_t xs = x.find_first_not_of('0'), ys = y.find_first_not_of('0');
+            const std::string xv = xs == std::string::npos ? "" : x.substr(xs);
+            const std::string yv = ys == std::string::npos ? "" : y.substr(ys);
+            if (xv.size() != yv.size()) return xv.size() < yv.size();
+            if (xv != yv) return xv < yv;
+            i = ie;
+            j = je;
+        } else {
+            if (a[i] != b[j]) return a[i] < b[j];
+            ++i;
+            ++j;
+        }
+    }
+    return a.size() - i < b.size() - j;
+}
+
+// The job's nodes' leaves (their addresses), numbered in the order they first appear.
+std::vector<int> file_leaf_index(const ClusterSpec &s)
+{
+    std::map<std::string, int> index;
+    std::vector<int> out;
+    for (int n = 0; n < s.nodes && n < static_cast<int>(s.file_address.size()); ++n)
+        out.push_back(index.emplace(s.file_address[static_cast<size_t>(n)], static_cast<int>(index.size())).first->second);
+    return out;
+}
+
+}  // namespace
+
+int ClusterSpec::plane_hosts() const
+{
+    if (topology_file.empty()) return nodes;
+    const std::vector<int> leaf = file_leaf_index(*this);
+    return leaf.empty() ? nodes : (*std::max_element(leaf.begin(), leaf.end()) + 1) * hosts_per_leaf;
+}
+
+bool ClusterSpec::check(std::string *error) const
+{
+    if (topology_file.empty()) return true;
+    if (nodes > static_cast<int>(file_nodes.size())) {
+        *error = topology_file + " lists " + std::to_string(file_nodes.size()) + " nodes, fewer than nodes = " +
+                 std::to_string(nodes);
+        return false;
+    }
+    std::map<int, int> on_leaf;
+    for (int l : file_leaf_index(*this))
+        if (++on_leaf[l] > hosts_per_leaf) {
+            *error = topology_file + ": a leaf has more than hosts_per_leaf = " + std::to_string(hosts_per_leaf) +
+                     " of the job's nodes";
+            return false;
+        }
+    return true;
+}
+
 std::vector<int> ClusterSpec::host_of_node() const
 {
+    if (!topology_file.empty()) {
+        std::vector<int> hosts, used;
+        for (int l : file_leaf_index(*this)) {
+            if (static_cast<size_t>(l) >= used.size()) used.resize(static_cast<size_t>(l) + 1, 0);
+            hosts.push_back(l * hosts_per_leaf + used[static_cast<size_t>(l)]++);
+        }
+        return hosts;
+    }
     std::vector<int> hosts(static_cast<size_t>(nodes));
     std::iota(hosts.begin(), hosts.end(), 0);
     if (placement == "random") {
@@ -78,6 +155,7 @@ std::vector<int> ClusterSpec::host_of_node() const
 std::vector<std::string> ClusterSpec::leaf_addresses() const
 {
     std::vector<std::string> out;
+    if (!topology_file.empty()) return {file_address.begin(), file_address.begin() + nodes};
     for (int host : host_of_node()) out.push_back("leaf" + std::to_string(host / hosts_per_leaf));
     return out;
 }
@@ -105,8 +183,9 @@ std::string ClusterSpec::describe() const
 {
     std::ostringstream o;
     o << nodes << " nodes x " << gpus_per_node << " GPUs, " << gpus_per_node << " rails of " << nic_gbps
-      << " Gb/s; per rail a two-tier fat tree: " << (nodes + hosts_per_leaf - 1) / hosts_per_leaf << " leaves of "
-      << hosts_per_leaf << " nodes (" << placement << " placement, topology "
+      << " Gb/s; per rail a two-tier fat tree: " << (plane_hosts() + hosts_per_leaf - 1) / hosts_per_leaf
+      << " leaves of " << hosts_per_leaf << " nodes ("
+      << (topology_file.empty() ? placement + " placement" : "placement from " + topology_file) << ", topology "
       << (topology_known ? "known: nodes in fabric order" : "unknown: nodes in rank order") << "), "
       << rail_qps << (rail_qps == 1 ? " QP" : " QPs") << " per rail peer, " << spines << " spines, " << link_delay_us
       << " us per link; "
@@ -164,6 +243,20 @@ bool set_cluster_key(ClusterSpec *s, const std::string &key, const std::string &
              return true;
          }},
         {"rail_qps", [&] { return integer(&s->rail_qps, 1); }},
+        {"topology_file",
+         [&] {
+             topo::SwitchTopology file;
+             if (!file.read(value, error)) return false;
+             s->topology_file = value;
+             s->file_nodes = file.nodes();
+             // A job's ranks follow the nodes' names (Slurm's node order, as slurm.conf
+             // usually lists them): "n2" before "n10".
+             std::stable_sort(s->file_nodes.begin(), s->file_nodes.end(), natural_less);
+             s->file_address.clear();
+             for (const std::string &n : s->file_nodes) s->file_address.push_back(file.address_of(n));
+             s->nodes = static_cast<int>(s->file_nodes.size());
+             return s->nodes >= 2;
+         }},
         {"topology",
          [&] {
              if (value != "known" && value != "unknown") return false;
@@ -197,8 +290,9 @@ bool set_cluster_key(ClusterSpec *s, const std::string &key, const std::string &
         *error = "unknown key '" + key + "'";
         return false;
     }
+    error->clear();  // a setter may say why (a file it could not read)
     if (!it->second()) {
-        *error = "bad value '" + value + "' for " + key;
+        *error = "bad value '" + value + "' for " + key + (error->empty() ? "" : " (" + *error + ")");
         return false;
     }
     return true;

@@ -31,6 +31,13 @@ struct ClusterSpec {
     // SLURM_TOPOLOGY_ADDR, coll_gpurdma_fabric_topology): it then numbers the nodes of one
     // leaf next to each other (topo/fabric_order.h). "unknown": nodes in rank order.
     bool topology_known = true;
+    // A Slurm topology.conf (the file coll_gpurdma_fabric_topology reads): the job's nodes
+    // are its nodes in name order, "n2" before "n10", as Slurm ranks them (`nodes` of them,
+    // all by default), each under the leaf the file names; leaves numbered in the order the
+    // job first meets them, each hosts_per_leaf plane hosts. Replaces `placement`.
+    std::string topology_file;
+    std::vector<std::string> file_nodes;  // read from it: the nodes, in name order
+    std::vector<std::string> file_address;  // and each one's switches ("spine.leaf3")
     // gpurdma's coll_gpurdma_rail_qps: a rail peer's writes striped over this many QPs
     // (slot by slot), each hashed by ECMP on its own; its automatic value across hosts.
     int rail_qps = 2;
@@ -38,8 +45,13 @@ struct ClusterSpec {
 
     // The fabric parameters with the link rate and delay above filled in.
     FabricParams params() const;
-    // The plane host of each node (a permutation of 0 .. nodes-1, by placement).
+    // The plane host of each node (a permutation of 0 .. nodes-1, by placement; with a
+    // topology file, its leaf's next host).
     std::vector<int> host_of_node() const;
+    // Hosts of a rail plane: `nodes`, or with a topology file its leaves x hosts_per_leaf.
+    int plane_hosts() const;
+    // After every key is set: false with *error where they do not fit together.
+    bool check(std::string *error) const;
     // Each node's address as Slurm would give it ("leaf3"), by node.
     std::vector<std::string> leaf_addresses() const;
     // The order gpurdma numbers the nodes in: topo::fabric_order of the leaves when the

@@ -126,7 +126,7 @@ Point run_point(const ClusterSpec &spec, const RailPlan &rail, size_t size, size
     p.slots = slots;
     p.ideal_us = ideal_us(spec, size);
     const int stride = second_job ? 2 : 1;
-    const int hosts = spec.nodes * stride;
+    const int hosts = spec.plane_hosts() * stride;
     const Topology topo = Topology::two_tier(hosts, spec.hosts_per_leaf * stride, spec.spines);
     Simulator sim(topo, spec.params());
     const ScheduleDag ours = build_rail_dag(spec, rail, size, chunk, slots, 0, stride, 0);
@@ -509,6 +509,10 @@ int main(int argc, char **argv)
                       << "\n";
             return 1;
         }
+    }
+    if (!spec.check(&error)) {
+        std::cerr << "gpurdma-fabric: " << error << "\n";
+        return 1;
     }
     for (int s : o.slots)
         if (s < 1 || s > 64) return usage();

@@ -43,6 +43,22 @@ for topology in known unknown; do
 done
 check "  known: nodes in fabric order" grep -q "^summary: .* order=fabric$" "$out/topology-known.txt"
 check "  unknown: nodes in rank order" grep -q "^summary: .* order=rank$" "$out/topology-unknown.txt"
+# The placement from a Slurm topology.conf (the file coll_gpurdma_fabric_topology reads):
+# nodes n0..n7 by name, every other one under the other leaf.
+printf 'SwitchName=leaf0 Nodes=n[0,2,4,6]\nSwitchName=leaf1 Nodes=n[1,3,5,7]\nSwitchName=spine Switches=leaf[0-1]\n' \
+    >"$out/topology.conf"
+"$tool" plan "$cluster" --size 1M --rails hier --slots 4 --set topology_file="$out/topology.conf" \
+    --set hosts_per_leaf=4 --set spines=4 >"$out/topology-file.txt" 2>&1
+check "plan with a topology.conf exits 0" test $? -eq 0
+check "  places its 8 nodes on its 2 leaves" grep -q "^cluster: 8 nodes x .* 2 leaves of 4 nodes (placement from " \
+    "$out/topology-file.txt"
+check "  in fabric order" grep -q "^summary: .* order=fabric$" "$out/topology-file.txt"
+"$tool" plan "$cluster" --set topology_file="$out/topology.conf" --set hosts_per_leaf=3 >"$out/bad.txt" 2>&1
+check "a leaf of the file fuller than hosts_per_leaf is refused" grep -q "a leaf has more than hosts_per_leaf = 3" \
+    "$out/bad.txt"
+"$tool" plan "$cluster" --set topology_file="$out/none.conf" >"$out/bad.txt" 2>&1
+check "an unreadable topology file is refused and named" grep -q "bad value .* for topology_file (cannot read " \
+    "$out/bad.txt"
 "$tool" plan "$cluster" --set topology=maybe >"$out/bad.txt" 2>&1
 check "a topology other than known or unknown is refused" grep -q "bad value 'maybe' for topology" "$out/bad.txt"
 touch "$out/a-file"
