@@ -4,11 +4,11 @@
 # with the topology known (Slurm's, so nodes in fabric order) and unknown (rank order),
 # one and two QPs per rail peer, alone and beside a second job.
 # Usage: run.sh BUILD_DIR OUT_FILE [CLUSTERS...]   (table.py OUT_FILE makes the table)
+# (at 1024x8-400g the second-job runs with the order unknown take many minutes each)
 set -u
 build=$1 out=$2
 shift 2
 src=$(cd "$(dirname "$0")/../../.." && pwd)
-
 [ $# -gt 0 ] && clusters=("$@") || clusters=(128x8-400g 1024x8-400g)
 : >"$out"
 for c in "${clusters[@]}"; do
