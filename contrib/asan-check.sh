@@ -112,7 +112,9 @@ for b in osu_reduce_scatter osu_allgather osu_bcast osu_reduce; do
 done
 check "allreduce_check" "$build/tests/mpi/allreduce_check" --quick
 check "lifecycle_check" "$build/tests/mpi/lifecycle_check" 100
-check "allreduce_check 2x2 logical nodes" --mca coll_gpurdma_logical_nodes 2 "$build/tests/mpi/allreduce_check" --quick
+# Two endpoints per rail peer (coll_gpurdma_rail_qps): every other slot on the second.
+check "allreduce_check 2x2 logical nodes, 2 endpoints per rail peer" --mca coll_gpurdma_logical_nodes 2 \
+    --mca coll_gpurdma_rail_qps 2 "$build/tests/mpi/allreduce_check" --quick
 check "fallback_check" --mca coll_gpurdma_verbose 2 "$build/tests/mpi/fallback_check" --quick
 NP=3 check "stuck peer (timeout error path)" --mca coll_gpurdma_timeout 2 --mca coll_gpurdma_logical_nodes 1 \
     "$build/tests/mpi/stuck_peer_check" stop 1 20 65536 2
@@ -138,8 +140,9 @@ check "GPU buffers, reduce-scatter, allgather, bcast and reduce at 2x2 logical n
     --mca coll_gpurdma_logical_nodes 2 --mca coll_gpurdma_device_stage_max 0 \
     "$build/tests/mpi/device_colls_check" --max-bytes 65536 --expect-device
 check "GPU buffers, 2x2 logical nodes" "${gpu[@]}" --mca coll_gpurdma_logical_nodes 2 "${dev[@]}"
-NP=6 check "GPU buffers, 3+1+2 logical nodes, rail on the GPU" "${gpu[@]}" --mca coll_gpurdma_logical_nodes 3,1,2 \
-    --mca coll_gpurdma_rail_reduce device "${dev[@]}" --device-per-rank
+NP=6 check "GPU buffers, 3+1+2 logical nodes, rail on the GPU, 2 endpoints per rail peer" "${gpu[@]}" \
+    --mca coll_gpurdma_logical_nodes 3,1,2 --mca coll_gpurdma_rail_reduce device --mca coll_gpurdma_rail_qps 2 \
+    "${dev[@]}" --device-per-rank
 check "GPU buffers, 2x2, rank 1 passes host buffers (its node stages)" "${gpu[@]}" \
     --mca coll_gpurdma_logical_nodes 2 "$build/tests/mpi/device_check" --quick --max-bytes 262144 --host-ranks 1
 exit $status

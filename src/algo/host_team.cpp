@@ -198,10 +198,10 @@ void HostTeam::order_by_fabric(const std::vector<std::string> &address_of_rank)
 {
     // A node's address is its first rank's: every rank reads the same records, so every
     // rank numbers the nodes alike.
+    if (topo_.nodes() < 2) return;
     std::vector<std::string> address;
     for (const auto &m : topo_.members) address.push_back(address_of_rank[static_cast<size_t>(m[0])]);
     const std::vector<int> order = topo::fabric_order(address);
-    if (topo_.nodes() < 2) return;
     if (order.empty()) {
         const size_t known = static_cast<size_t>(
             std::count_if(address.begin(), address.end(), [](const std::string &a) { return !a.empty(); }));
@@ -221,7 +221,7 @@ int HostTeam::rail_lanes() const
     if (setup_.config->rail_qps > 0) return std::min(setup_.config->rail_qps, rail_slots());
     // The model's finding (docs/FABRIC.md): two QPs halve the time where the placement
     // is unknown and the rings cross the spines, and keep a second job's traffic from
-    // drawing PFC pauses where it is known, for 5-9% when the job is alone; one host has
+    // drawing PFC pauses where it is known, for 2-9% when the job is alone; one host has
     // no spines to spread over.
     const bool one_host =
         std::all_of(hosts_.begin(), hosts_.end(), [&](const std::string &h) { return h == hosts_[0]; });
