@@ -10,7 +10,7 @@ namespace gpurdma::topo {
 
 struct Topology {
     int size = 0;
-    std::vector<int> node_of;  // rank -> node index (nodes ordered by lowest rank)
+    std::vector<int> node_of;  // rank -> node index (by lowest rank, or topo/fabric_order.h)
     std::vector<int> local_rank;  // rank -> index within its node (by rank)
     std::vector<std::vector<int>> members;  // node -> its ranks, ascending
     std::vector<std::string> node_names;  // host name, with "#k" for virtual nodes
